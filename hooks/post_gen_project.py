@@ -1,0 +1,130 @@
+"""Finish the generated project: prune unchosen options, record the answers, check the machine.
+
+Never stops generation with a traceback: the project is already written, so anything
+unexpected becomes a warning and a hint, and the next steps are always printed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+# One table: (question, answer) -> paths that answer removes from the generated project.
+OPTIONAL_PATHS = {
+    ("env_manager", "conda"): ["requirements.txt"],
+    ("env_manager", "venv"): ["environment.yml"],
+    ("ide", "pycharm"): [".vscode"],
+    ("ide", "vscode"): [".run"],
+    ("ide", "none"): [".run", ".vscode"],
+    ("license", "none"): ["LICENSE"],
+    ("github_actions", False): [".github"],
+}
+ANSWERS_FILE = ".cookiecutter.json"
+
+
+def paths_to_remove(answers: dict) -> list:
+    paths = []
+    for (question, answer), removed in OPTIONAL_PATHS.items():
+        if answers.get(question) == answer:
+            paths.extend(removed)
+    return paths
+
+
+def prune(project_dir: Path, answers: dict) -> None:
+    for relative in paths_to_remove(answers):
+        path = project_dir / relative
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def public_answers(answers: dict) -> dict:
+    """The answers a user gave, in cookiecutter's replay format (private keys left out)."""
+    kept = {k: v for k, v in answers.items() if not k.startswith("_")}
+    kept["_template"] = answers.get("_template", "")
+    return {"cookiecutter": kept}
+
+
+def write_answers(project_dir: Path, answers: dict) -> None:
+    text = json.dumps(public_answers(answers), indent=2, ensure_ascii=False) + "\n"
+    (project_dir / ANSWERS_FILE).write_text(text, encoding="utf-8")
+
+
+def environment_report(project_dir: Path, package: str) -> str:
+    """Run the generated package's own standard-library checks, as verify_install does."""
+    sys.path.insert(0, str(project_dir / "src"))
+    try:
+        envcheck = importlib.import_module(f"{package}.envcheck")
+        findings = envcheck.run_checks(context="hook")
+        return envcheck.format_findings(findings)
+    except Exception as error:  # this machine is unknown to the checks: warn, never stop
+        return f"[warn] The environment checks could not run here ({error!r}); run verify_install later."
+    finally:
+        sys.path.remove(str(project_dir / "src"))
+
+
+def next_steps(answers: dict) -> str:
+    slug, package = answers["project_slug"], answers["package_name"]
+    if answers["env_manager"] == "conda":
+        create = [
+            f"cd {slug}",
+            "conda env create -f environment.yml",
+            f"conda activate {slug}",
+        ]
+    else:
+        activate = ".venv\\Scripts\\activate  (Windows)  or  source .venv/bin/activate"
+        create = [
+            f"cd {slug}",
+            f"python{answers['python_version']} -m venv .venv   (Windows: py -{answers['python_version']} -m venv .venv)",
+            activate,
+            "pip install -r requirements.txt",
+        ]
+    steps = ["Next steps in a terminal:"] + [f"  {line}" for line in create]
+    steps += [
+        f"  python -m {package}.verify_install",
+        f"  python -m {package}.train --dataset synthetic --epochs 1   (no download needed)",
+        f"  python -m {package}.train",
+    ]
+    if answers["ide"] in ("pycharm", "both"):
+        env_file = "environment.yml" if answers["env_manager"] == "conda" else "requirements.txt"
+        steps += [
+            "In PyCharm: File > Open the folder, accept the interpreter it offers from "
+            f"{env_file} (or add one), then run 'Verify install' and 'Train' from the "
+            "run configurations at the top right.",
+        ]
+    if answers["ide"] in ("vscode", "both"):
+        steps += [
+            "In VS Code: open the folder, select the environment's interpreter, then run "
+            "'Verify install' from Run and Debug.",
+        ]
+    return "\n".join(steps)
+
+
+def main(answers: dict, project_dir: Path) -> int:
+    # A Windows console may not encode every character of a name: never fail on printing.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    try:
+        prune(project_dir, answers)
+        write_answers(project_dir, answers)
+    except OSError as error:
+        print(f"[warn] Could not finish tidying the project: {error}", file=sys.stderr)
+    print(f"\nCreated {answers['project_slug']} ({answers['accelerator']}, Python {answers['python_version']}).")
+    print("\nThis machine:")
+    print(environment_report(project_dir, answers["package_name"]))
+    print()
+    print(next_steps(answers))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''), Path.cwd()))
+    except Exception as error:  # the project exists; a hook crash would make cookiecutter delete it
+        print(f"[warn] The post-generation step hit an unexpected problem: {error!r}", file=sys.stderr)
+        sys.exit(0)

@@ -1,0 +1,65 @@
+"""The choices this project was generated with: accelerator, supported Pythons, exact pins.
+
+They live in ``project.json`` beside this file so that the generator's hook, verify_install
+and the tests read one source of truth. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Tuple
+
+PROJECT_FILE = Path(__file__).with_name("project.json")
+
+
+def parse_version(text: str) -> Tuple[int, ...]:
+    """'3.11' -> (3, 11); '2.4.1+cpu' -> (2, 4, 1). Non-numeric parts end the version."""
+    parts = []
+    for piece in text.split("+")[0].split("."):
+        digits = ""
+        for char in piece:
+            if not char.isdigit():
+                break
+            digits += char
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) != len(piece):
+            break
+    return tuple(parts)
+
+
+@dataclass(frozen=True)
+class Project:
+    project_name: str
+    package_name: str
+    accelerator: str
+    python_version: str
+    python_min: str
+    python_max: str
+    python_note: str
+    pins: Dict[str, str]
+    index_url: str
+
+    def supports_python(self, version: Tuple[int, ...]) -> bool:
+        """True when major.minor of ``version`` lies in the accelerator's supported range."""
+        minor = tuple(version[:2])
+        return parse_version(self.python_min) <= minor <= parse_version(self.python_max)
+
+
+def load_project(path: Path = PROJECT_FILE) -> Project:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    stack = data["stack"]
+    return Project(
+        project_name=data["project_name"],
+        package_name=data["package_name"],
+        accelerator=data["accelerator"],
+        python_version=data["python_version"],
+        python_min=stack["python_min"],
+        python_max=stack["python_max"],
+        python_note=stack["python_note"],
+        pins=dict(stack["pins"]),
+        index_url=stack["index_url"],
+    )
