@@ -18,6 +18,7 @@ RESERVED_PACKAGE_NAMES = {
     "pytest", "setuptools", "pip", "pkg_resources", "test", "tests", "src", "conftest",
     "site", "typing_extensions",
 }  # fmt: skip
+NO_SLUG = "_"  # cookiecutter.json's project_slug when the name has nothing to slugify
 SLUG_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
 EMAIL_PATTERN = re.compile(r"^[^@\s<>,\"]+@[^@\s<>,\"]+\.[^@\s<>,\"]+$")
 PYTHON_VERSION_PATTERN = re.compile(r"^3\.(\d+)$")
@@ -38,6 +39,12 @@ def check_names(answers: dict) -> list:
     package = answers["package_name"]
     if not name:
         problems.append("The project name is empty: type a name, for example 'Handwritten digits'.")
+        return problems
+    if slug == NO_SLUG:
+        problems.append(
+            f"The project name {name!r} has no letters or digits to make a folder name from: "
+            "answer project_slug yourself, for example 'handwritten-digits'."
+        )
         return problems
     if not SLUG_PATTERN.match(slug):
         problems.append(

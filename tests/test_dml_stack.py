@@ -1,0 +1,76 @@
+"""The generated project on the exact DirectML stack, installed from its own requirements file.
+
+torch-directml 0.2.5.dev240914 pins torch 2.4.1 and torchvision 0.19.1: every API the project
+uses must exist there. On Linux without WSL, importing torch_directml fails for real
+(libd3d12.so is missing), which the project must report and survive.
+The environment (about 3 GB) is cached between runs in TEMPLATE_TEST_CACHE.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.dml_stack]
+
+
+def cache_root() -> Path:
+    default = Path.home() / ".cache" / "lenet-directml-template"
+    return Path(os.environ.get("TEMPLATE_TEST_CACHE", default))
+
+
+def venv_python(directory: Path) -> Path:
+    if os.name == "nt":
+        return directory / "Scripts" / "python.exe"
+    return directory / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def baked(bake_once):
+    return bake_once(env_manager="venv")
+
+
+@pytest.fixture(scope="module")
+def dml_python(baked) -> str:
+    """A virtual environment made with the baked project's own `pip install -r requirements.txt`."""
+    requirements = baked.read("requirements.txt")
+    assert "torch-directml==0.2.5.dev240914" in requirements
+    key = hashlib.sha256(f"{sys.version_info[:2]}{requirements}".encode()).hexdigest()[:12]
+    directory = cache_root() / f"dml-stack-{key}"
+    python = venv_python(directory)
+    if not python.exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(directory)
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "-r", "requirements.txt"],
+        cwd=baked.path,
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    return str(python)
+
+
+def test_the_stack_is_exactly_the_pinned_one(baked, dml_python):
+    versions = subprocess.run(
+        [dml_python, "-c", "import torch, torchvision; print(torch.__version__, torchvision.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+
+    assert versions[0].split("+")[0] == "2.4.1"
+    assert versions[1].split("+")[0] == "0.19.1"
+
+
+def test_own_test_suite_passes_on_the_directml_stack(baked, dml_python):
+    result = baked.run("pytest", "-q", "-p", "no:cacheprovider", python=dml_python)
+
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert " passed" in result.stdout

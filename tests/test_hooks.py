@@ -1,0 +1,131 @@
+"""The hooks' decisions, tested directly: hooks are rendered as cookiecutter renders them,
+then imported, and their system calls are replaced by fakes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from conftest import TEMPLATE_DIR, default_answers
+from jinja2 import Environment
+
+
+def load_hook(name: str, answers: dict, tmp_path):
+    """Render hooks/<name>.py with ``answers`` as the cookiecutter context and import it."""
+    source = (TEMPLATE_DIR / "hooks" / f"{name}.py").read_text(encoding="utf-8")
+    rendered = Environment().from_string(source).render(cookiecutter=answers)
+    path = tmp_path / f"{name}.py"
+    path.write_text(rendered, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"hook_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def answers(**overrides) -> dict:
+    data = default_answers(**overrides)
+    data["project_slug"] = overrides.get("project_slug", "lenet-on-directml")
+    data["package_name"] = overrides.get("package_name", "lenet_on_directml")
+    data["_stacks"] = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text("utf-8"))["_stacks"]
+    return data
+
+
+@pytest.fixture
+def pre_gen(tmp_path):
+    return load_hook("pre_gen_project", answers(), tmp_path)
+
+
+@pytest.fixture
+def post_gen(tmp_path):
+    return load_hook("post_gen_project", answers(), tmp_path)
+
+
+def test_rendered_hook_reads_answers_as_data(tmp_path):
+    tricky = answers(project_name="a\"b'c\\d'''e\"\"\"f")
+    hook = load_hook("pre_gen_project", tricky, tmp_path)
+    rendered = (tmp_path / "pre_gen_project.py").read_text("utf-8")
+
+    assert "a\"b'c" not in rendered  # the answer only appears JSON-escaped
+    assert hook.validate(tricky) == []
+
+
+@pytest.mark.parametrize(
+    "accelerator,version,accepted",
+    [
+        ("directml", "3.8", True),
+        ("directml", "3.12", True),
+        ("directml", "3.13", False),
+        ("cuda", "3.10", True),
+        ("cuda", "3.14", True),
+        ("cuda", "3.9", False),
+        ("cpu", "3.15", False),
+    ],
+)
+def test_python_version_follows_the_support_table(pre_gen, accelerator, version, accepted):
+    problems = pre_gen.check_python_version(answers(accelerator=accelerator, python_version=version))
+
+    assert (problems == []) is accepted
+
+
+def test_stdlib_names_are_reserved_on_the_running_python(pre_gen, monkeypatch):
+    monkeypatch.setattr(sys, "stdlib_module_names", frozenset({"digits"}), raising=False)
+
+    assert "would shadow" in pre_gen.check_names(answers(package_name="digits"))[0]
+
+
+@pytest.mark.parametrize(
+    "overrides,removed",
+    [
+        ({}, {"requirements.txt", ".vscode"}),
+        ({"env_manager": "venv"}, {"environment.yml", ".vscode"}),
+        ({"ide": "vscode"}, {"requirements.txt", ".run"}),
+        ({"ide": "both"}, {"requirements.txt"}),
+        ({"ide": "none", "license": "none"}, {"requirements.txt", ".run", ".vscode", "LICENSE"}),
+        ({"github_actions": False}, {"requirements.txt", ".vscode", ".github"}),
+    ],
+)
+def test_one_table_decides_which_paths_an_answer_removes(post_gen, overrides, removed):
+    assert set(post_gen.paths_to_remove(answers(**overrides))) == removed
+
+
+def test_answers_file_is_a_replay_file_without_private_keys(post_gen, tmp_path):
+    post_gen.write_answers(tmp_path, answers(project_name="手写数字识别"))
+    recorded = json.loads((tmp_path / ".cookiecutter.json").read_text("utf-8"))["cookiecutter"]
+
+    assert recorded["project_name"] == "手写数字识别"
+    assert "_stacks" not in recorded
+    assert "__prompts__" not in recorded
+
+
+def test_environment_report_never_raises_when_the_package_is_broken(post_gen, tmp_path):
+    package = tmp_path / "src" / "broken_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('boom')\n")
+
+    report = post_gen.environment_report(tmp_path, "broken_pkg")
+
+    assert report.startswith("[warn] The environment checks could not run here")
+    assert "boom" in report
+
+
+def test_next_steps_match_the_environment_manager_and_ide(post_gen):
+    conda = post_gen.next_steps(answers())
+    venv = post_gen.next_steps(answers(env_manager="venv", ide="vscode"))
+
+    assert "conda env create -f environment.yml" in conda
+    assert "PyCharm" in conda and "VS Code" not in conda
+    assert "pip install -r requirements.txt" in venv
+    assert "VS Code" in venv and "PyCharm" not in venv
+    assert "python -m lenet_on_directml.verify_install" in venv
+
+
+def test_post_gen_main_survives_a_failing_step(post_gen, tmp_path, monkeypatch, capsys):
+    def full_disk(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(post_gen, "write_answers", full_disk)
+
+    assert post_gen.main(answers(), tmp_path) == 0
+    assert "No space left on device" in capsys.readouterr().err

@@ -1,0 +1,104 @@
+"""Every invalid answer is refused before anything is written, with one clear sentence."""
+
+from __future__ import annotations
+
+import pytest
+
+INVALID = {
+    "empty name": (
+        {"project_name": "   "},
+        "The project name is empty",
+    ),
+    "name without any ASCII letter": (
+        {"project_name": "!!!"},
+        "The project name '!!!' has no letters or digits to make a folder name from",
+    ),
+    "slug with capitals": (
+        {"project_slug": "My-Project"},
+        "The folder name (project_slug) 'My-Project' is not usable",
+    ),
+    "package starting with a digit": (
+        {"package_name": "1digits"},
+        "The package name '1digits' is not a Python identifier",
+    ),
+    "package with a dash": (
+        {"package_name": "my-digits"},
+        "The package name 'my-digits' is not a Python identifier",
+    ),
+    "package that is a keyword": (
+        {"package_name": "class"},
+        "The package name 'class' is not a Python identifier",
+    ),
+    "package with capitals": (
+        {"package_name": "Digits"},
+        "has capital letters: PEP 8 asks for lower case, for example 'digits'",
+    ),
+    "package shadowing torch": (
+        {"package_name": "torch"},
+        "The package name 'torch' would shadow the module of the same name",
+    ),
+    "package shadowing the test package": (
+        {"package_name": "test"},
+        "The package name 'test' would shadow the module of the same name",
+    ),
+    "package shadowing the standard library": (
+        {"package_name": "json"},
+        "The package name 'json' would shadow the module of the same name",
+    ),
+    "python 3.13 with directml": (
+        {"accelerator": "directml", "python_version": "3.13"},
+        "Python 3.13 is not supported with the directml accelerator: choose 3.8 to 3.12",
+    ),
+    "python 3.7 with directml": (
+        {"accelerator": "directml", "python_version": "3.7"},
+        "Python 3.7 is not supported with the directml accelerator: choose 3.8 to 3.12",
+    ),
+    "python 3.9 with cuda": (
+        {"accelerator": "cuda", "python_version": "3.9"},
+        "Python 3.9 is not supported with the cuda accelerator: choose 3.10 to 3.14",
+    ),
+    "python version not of the form 3.X": (
+        {"python_version": "python3"},
+        "The Python version 'python3' is not of the form 3.X",
+    ),
+    "python version with a patch level": (
+        {"python_version": "3.11.4"},
+        "The Python version '3.11.4' is not of the form 3.X",
+    ),
+    "author name with a comma": (
+        {"author_name": "Doe, Jane"},
+        "The author name 'Doe, Jane' contains a comma",
+    ),
+    "e-mail without @": (
+        {"author_email": "jane.example.com"},
+        "The author e-mail 'jane.example.com' is not an address",
+    ),
+}
+
+
+@pytest.mark.parametrize("answers,message", INVALID.values(), ids=INVALID.keys())
+def test_invalid_answer_is_refused_with_a_clear_sentence(bake, answers, message):
+    baked = bake(**answers)
+
+    assert baked.exit_code != 0
+    assert not baked.ok
+    assert message in baked.output
+    assert "Nothing was generated" in baked.output
+    assert "Traceback" not in baked.output
+
+
+def test_every_problem_is_reported_at_once(bake):
+    baked = bake(package_name="torch", python_version="3.13", author_email="nope")
+
+    assert baked.output.count("ERROR:") == 3
+
+
+@pytest.mark.parametrize(
+    "question,answer",
+    [("accelerator", "rocm"), ("env_manager", "poetry"), ("ide", "vim"), ("license", "GPL")],
+)
+def test_an_answer_outside_a_choice_is_refused(bake, question, answer):
+    baked = bake(**{question: answer})
+
+    assert not baked.ok
+    assert answer in str(baked.exception)

@@ -1,0 +1,136 @@
+"""Every option value is baked at least once, and each bake holds exactly the expected files."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from conftest import STACKS, TEXT_SUFFIXES
+
+# Files every generated project has, whatever the answers ({pkg} is the package name).
+ALWAYS = {
+    ".cookiecutter.json",
+    ".editorconfig",
+    ".gitignore",
+    ".pre-commit-config.yaml",
+    "README.md",
+    "pyproject.toml",
+    "src/{pkg}/__init__.py",
+    "src/{pkg}/envcheck.py",
+    "src/{pkg}/project.json",
+    "src/{pkg}/project.py",
+}
+PYCHARM = {
+    ".run/verify_install.run.xml",
+    ".run/train.run.xml",
+    ".run/train_synthetic.run.xml",
+    ".run/evaluate.run.xml",
+    ".run/benchmark.run.xml",
+    ".run/tests.run.xml",
+}
+VSCODE = {".vscode/launch.json", ".vscode/settings.json"}
+GITHUB = {".github/workflows/tests.yml"}
+ENV_FILES = {"conda": {"environment.yml"}, "venv": {"requirements.txt"}}
+IDE_FILES = {"pycharm": PYCHARM, "vscode": VSCODE, "both": PYCHARM | VSCODE, "none": set()}
+PYTHONS = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"]
+
+
+def python_supported(accelerator: str, version: str) -> bool:
+    """The validity rule: the same support table the hooks read."""
+    low, high = (STACKS[accelerator][k] for k in ("python_min", "python_max"))
+
+    def as_tuple(v):
+        return tuple(map(int, v.split(".")))
+
+    return as_tuple(low) <= as_tuple(version) <= as_tuple(high)
+
+
+def option_cases() -> dict:
+    """Every accelerator with every supported Python, plus every other option value once."""
+    cases = {
+        f"{acc}-py{ver}": {"accelerator": acc, "python_version": ver}
+        for acc, ver in itertools.product(STACKS, PYTHONS)
+        if python_supported(acc, ver)
+    }
+    for question, values in {
+        "env_manager": ["conda", "venv"],
+        "ide": ["pycharm", "vscode", "both", "none"],
+        "license": ["MIT", "BSD-3-Clause", "Apache-2.0", "none"],
+        "github_actions": [True, False],
+    }.items():
+        for value in values:
+            cases[f"{question}={value}"] = {question: value}
+    return cases
+
+
+CASES = option_cases()
+
+
+def expected_files(answers: dict, package: str) -> set:
+    files = {path.format(pkg=package) for path in ALWAYS}
+    files |= ENV_FILES[answers.get("env_manager", "conda")]
+    files |= IDE_FILES[answers.get("ide", "pycharm")]
+    if answers.get("license", "MIT") != "none":
+        files.add("LICENSE")
+    if answers.get("github_actions", True):
+        files |= GITHUB
+    return files
+
+
+@pytest.mark.parametrize("answers", CASES.values(), ids=CASES.keys())
+def test_bake_has_exactly_the_expected_files(bake, answers):
+    baked = bake(**answers)
+
+    assert baked.ok, baked.output
+    assert baked.files() == expected_files(answers, baked.package)
+
+
+@pytest.mark.parametrize("answers", CASES.values(), ids=CASES.keys())
+def test_no_template_syntax_is_left_behind(bake, answers):
+    baked = bake(**answers)
+
+    for relative in baked.files():
+        if (baked.path / relative).suffix in TEXT_SUFFIXES:
+            text = baked.read(relative)
+            assert not re.search(r"\{\{|\{%|\{#|cookiecutter\.", text), relative
+
+
+@pytest.mark.parametrize("accelerator", list(STACKS))
+@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+def test_environment_file_pins_the_exact_stack(bake, accelerator, env_manager):
+    baked = bake(accelerator=accelerator, env_manager=env_manager)
+    stack = STACKS[accelerator]
+
+    if env_manager == "conda":
+        env = baked.yaml("environment.yml")
+        assert f"python={baked.answers['python_version']}" in env["dependencies"]
+        pip_lines = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    else:
+        pip_lines = baked.read("requirements.txt").splitlines()
+    for name, version in stack["pins"].items():
+        assert f"{name}=={version}" in pip_lines
+    assert "-e .[dev]" in pip_lines
+    assert any(stack["index_url"] in line for line in pip_lines) == bool(stack["index_url"])
+
+
+@pytest.mark.parametrize(
+    "license_name,first_words",
+    [("MIT", "MIT License"), ("BSD-3-Clause", "BSD 3-Clause License"), ("Apache-2.0", "Copyright")],
+)
+def test_license_text_matches_the_choice(bake, license_name, first_words):
+    baked = bake(license=license_name, author_name="Ada Lovelace")
+    text = baked.read("LICENSE")
+
+    assert text.startswith(first_words)
+    assert "Ada Lovelace" in text
+    if license_name == "Apache-2.0":
+        assert "Apache License" in text and "Version 2.0, January 2004" in text
+
+
+def test_default_project_needs_no_answers(bake):
+    baked = bake()
+
+    assert baked.ok
+    assert baked.path.name == "lenet-on-directml"
+    assert baked.json("src/lenet_on_directml/project.json")["accelerator"] == "directml"
