@@ -42,7 +42,10 @@ def ensure_environment() -> Path:
     if not python.exists():
         print(f"Creating a virtual environment in {directory} ...", flush=True)
         venv.EnvBuilder(with_pip=True, clear=True).create(directory)
-    print("Installing requirements-dev.txt (PyTorch is large: this takes a few minutes) ...", flush=True)
+    print(
+        "Installing requirements-dev.txt (PyTorch is large: this takes a few minutes) ...",
+        flush=True,
+    )
     run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
     run([str(python), "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS)])
     stamp.write_text(wanted)

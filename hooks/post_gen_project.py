@@ -62,7 +62,10 @@ def environment_report(project_dir: Path, package: str) -> str:
         findings = envcheck.run_checks(context="hook")
         return envcheck.format_findings(findings)
     except Exception as error:  # this machine is unknown to the checks: warn, never stop
-        return f"[warn] The environment checks could not run here ({error!r}); run verify_install later."
+        return (
+            f"[warn] The environment checks could not run here ({error!r}); "
+            "run verify_install once the environment exists."
+        )
     finally:
         sys.path.remove(str(project_dir / "src"))
 
@@ -76,11 +79,11 @@ def next_steps(answers: dict) -> str:
             f"conda activate {slug}",
         ]
     else:
-        activate = ".venv\\Scripts\\activate  (Windows)  or  source .venv/bin/activate"
+        version = answers["python_version"]
         create = [
             f"cd {slug}",
-            f"python{answers['python_version']} -m venv .venv   (Windows: py -{answers['python_version']} -m venv .venv)",
-            activate,
+            f"py -{version} -m venv .venv   (Linux/macOS: python{version} -m venv .venv)",
+            ".venv\\Scripts\\activate      (Linux/macOS: source .venv/bin/activate)",
             "pip install -r requirements.txt",
         ]
     steps = ["Next steps in a terminal:"] + [f"  {line}" for line in create]
@@ -114,7 +117,8 @@ def main(answers: dict, project_dir: Path) -> int:
         write_answers(project_dir, answers)
     except OSError as error:
         print(f"[warn] Could not finish tidying the project: {error}", file=sys.stderr)
-    print(f"\nCreated {answers['project_slug']} ({answers['accelerator']}, Python {answers['python_version']}).")
+    stack = f"{answers['accelerator']}, Python {answers['python_version']}"
+    print(f"\nCreated {answers['project_slug']} ({stack}).")
     print("\nThis machine:")
     print(environment_report(project_dir, answers["package_name"]))
     print()
@@ -124,7 +128,9 @@ def main(answers: dict, project_dir: Path) -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''), Path.cwd()))
+        sys.exit(main(json.loads(r"""{{ cookiecutter | tojson }}"""), Path.cwd()))
     except Exception as error:  # the project exists; a hook crash would make cookiecutter delete it
-        print(f"[warn] The post-generation step hit an unexpected problem: {error!r}", file=sys.stderr)
+        print(
+            f"[warn] The post-generation step hit an unexpected problem: {error!r}", file=sys.stderr
+        )
         sys.exit(0)

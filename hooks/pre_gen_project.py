@@ -24,8 +24,16 @@ EMAIL_PATTERN = re.compile(r"^[^@\s<>,\"]+@[^@\s<>,\"]+\.[^@\s<>,\"]+$")
 PYTHON_VERSION_PATTERN = re.compile(r"^3\.(\d+)$")
 
 
+# Python < 3.10 has no sys.stdlib_module_names: the names most likely to be chosen by accident.
+COMMON_STDLIB_NAMES = {
+    "abc", "array", "ast", "code", "collections", "copy", "csv", "email", "io", "json",
+    "logging", "math", "os", "platform", "queue", "random", "select", "signal", "statistics",
+    "string", "sys", "time", "token", "types", "typing", "unittest",
+}  # fmt: skip
+
+
 def stdlib_names() -> set:
-    return set(getattr(sys, "stdlib_module_names", ()))
+    return set(getattr(sys, "stdlib_module_names", COMMON_STDLIB_NAMES))
 
 
 def version_tuple(text: str) -> tuple:
@@ -114,10 +122,12 @@ def main(answers: dict) -> int:
     for problem in problems:
         print(f"ERROR: {problem}", file=sys.stderr)
     if problems:
-        print("Nothing was generated. Run cookiecutter again with corrected answers.", file=sys.stderr)
+        print(
+            "Nothing was generated. Run cookiecutter again with corrected answers.", file=sys.stderr
+        )
         return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}''')))
+    sys.exit(main(json.loads(r"""{{ cookiecutter | tojson }}""")))

@@ -59,7 +59,11 @@ def dml_python(baked) -> str:
 
 def test_the_stack_is_exactly_the_pinned_one(baked, dml_python):
     versions = subprocess.run(
-        [dml_python, "-c", "import torch, torchvision; print(torch.__version__, torchvision.__version__)"],
+        [
+            dml_python,
+            "-c",
+            "import torch, torchvision; print(torch.__version__, torchvision.__version__)",
+        ],
         capture_output=True,
         text=True,
         check=True,

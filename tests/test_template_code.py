@@ -1,0 +1,29 @@
+"""The template's own code (hooks, tests, dev.py) is held to the same linters as its output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import TEMPLATE_DIR
+
+OWN_CODE = ["hooks", "tests", "dev.py"]
+
+
+def ruff(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args, *OWN_CODE],
+        cwd=TEMPLATE_DIR,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_ruff_check_passes_on_the_template_code():
+    result = ruff("check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_check_passes_on_the_template_code():
+    result = ruff("format", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
