@@ -19,6 +19,7 @@ RESERVED_PACKAGE_NAMES = {
     "site", "typing_extensions",
 }  # fmt: skip
 NO_SLUG = "_"  # cookiecutter.json's project_slug when the name has nothing to slugify
+MAX_PACKAGE_LENGTH = 40  # keeps every generated import line within the 100-column limit
 SLUG_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
 EMAIL_PATTERN = re.compile(r"^[^@\s<>,\"]+@[^@\s<>,\"]+\.[^@\s<>,\"]+$")
 PYTHON_VERSION_PATTERN = re.compile(r"^3\.(\d+)$")
@@ -69,6 +70,12 @@ def check_names(answers: dict) -> list:
         problems.append(
             f"The package name {package!r} has capital letters: PEP 8 asks for lower case, "
             f"for example {package.lower()!r}."
+        )
+    elif len(package) > MAX_PACKAGE_LENGTH:
+        shorter = package[:MAX_PACKAGE_LENGTH].rstrip("_")
+        problems.append(
+            f"The package name {package!r} is {len(package)} characters long: keep it to "
+            f"{MAX_PACKAGE_LENGTH} or fewer, for example {shorter!r}."
         )
     elif package in RESERVED_PACKAGE_NAMES or package in stdlib_names():
         problems.append(

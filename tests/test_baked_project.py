@@ -3,12 +3,22 @@ and verify_install, under the current PyTorch that runs these tests."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 VARIANTS = {
     "directml-conda-pycharm": {},
     "cpu-venv-vscode": {"accelerator": "cpu", "env_manager": "venv", "ide": "vscode"},
     "cuda-python3.14-no-ide": {"accelerator": "cuda", "python_version": "3.14", "ide": "none"},
+    "longest-package-name": {"project_name": "Handwritten digit recognition workshop 2"},
+}
+# verify_install's exit code on this GPU-less machine: 0 when the chosen accelerator (here
+# the CPU) works, 3 when it falls back to the CPU.
+EXPECTED_VERDICT = {
+    "directml": (3, "cpu-fallback"),
+    "cpu": (0, "works"),
+    "cuda": (3, "cpu-fallback"),
 }
 
 pytestmark = pytest.mark.slow
@@ -38,3 +48,12 @@ def test_own_test_suite_passes_on_the_cpu(baked):
     result = baked.run("pytest", "-q", "-p", "no:cacheprovider")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert " passed" in result.stdout
+
+
+def test_verify_install_gives_a_verdict_without_a_traceback(baked):
+    result = baked.run(f"{baked.package}.verify_install", "--json")
+    report = json.loads(result.stdout)
+    code, status = EXPECTED_VERDICT[baked.answers["accelerator"]]
+
+    assert "Traceback" not in result.stderr
+    assert (result.returncode, report["verdict"]["status"]) == (code, status)

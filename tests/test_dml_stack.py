@@ -9,6 +9,7 @@ The environment (about 3 GB) is cached between runs in TEMPLATE_TEST_CACHE.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -41,7 +42,8 @@ def dml_python(baked) -> str:
     """A virtual environment made with the baked project's own `pip install -r requirements.txt`."""
     requirements = baked.read("requirements.txt")
     assert "torch-directml==0.2.5.dev240914" in requirements
-    key = hashlib.sha256(f"{sys.version_info[:2]}{requirements}".encode()).hexdigest()[:12]
+    pins = sorted(line for line in requirements.splitlines() if "==" in line)
+    key = hashlib.sha256(f"{sys.version_info[:2]}{pins}".encode()).hexdigest()[:12]
     directory = cache_root() / f"dml-stack-{key}"
     python = venv_python(directory)
     if not python.exists():
@@ -78,3 +80,34 @@ def test_own_test_suite_passes_on_the_directml_stack(baked, dml_python):
 
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert " passed" in result.stdout
+
+
+def test_verify_install_reports_the_real_directml_failure_and_falls_back(baked, dml_python):
+    result = baked.run(f"{baked.package}.verify_install", "--json", python=dml_python)
+    report = json.loads(result.stdout)
+
+    assert "Traceback" not in result.stderr
+    assert report["packages"]["torch-directml"]["installed"] == "0.2.5.dev240914"
+    directml = next(u for u in report["unavailable"] if u["kind"] == "directml")
+    if sys.platform == "linux" and not Path("/dev/dxg").exists():
+        # The real reason on Linux without WSL: the DirectX 12 library is not there.
+        assert "libd3d12.so" in directml["reason"]
+        assert result.returncode == 3  # CPU fallback
+        assert report["verdict"]["status"] == "cpu-fallback"
+        assert report["chosen"]["kind"] == "cpu"
+
+
+def test_training_runs_on_the_directml_stack(baked, dml_python, tmp_path):
+    result = baked.run(
+        f"{baked.package}.train",
+        "--dataset",
+        "synthetic",
+        "--dry-run",
+        "--output-dir",
+        str(tmp_path / "runs"),
+        python=dml_python,
+    )
+
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert "synthetic" in result.stdout + result.stderr

@@ -33,6 +33,10 @@ INVALID = {
         {"package_name": "Digits"},
         "has capital letters: PEP 8 asks for lower case, for example 'digits'",
     ),
+    "package name too long": (
+        {"project_name": "A very long name for a handwritten digit recognition workshop"},
+        "is 61 characters long: keep it to 40 or fewer",
+    ),
     "package shadowing torch": (
         {"package_name": "torch"},
         "The package name 'torch' would shadow the module of the same name",

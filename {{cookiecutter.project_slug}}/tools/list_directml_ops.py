@@ -3,7 +3,7 @@
 Usage (standard library only; runs on Windows, Linux and macOS; no torch, no GPU)::
 
     python tools/list_directml_ops.py --download
-    python tools/list_directml_ops.py path/to/torch_directml-0.2.5.dev240914-cp311-cp311-win_amd64.whl
+    python tools/list_directml_ops.py torch_directml-0.2.5.dev240914-cp311-cp311-win_amd64.whl
 
 ``--download`` runs ``python -m pip download torch-directml==0.2.5.dev240914 --no-deps
 --platform win_amd64 --python-version 3.11 --only-binary=:all:`` into a temporary folder. The
@@ -30,14 +30,16 @@ So this script follows the code instead of the strings:
 2. Every ``torch::Library`` is built by a static initialiser that calls the imported
    ``torch::Library::Library(Kind, std::string ns, optional<DispatchKey>, file, line)`` and
    then ``init(library)``. From each such call site the script reads the dispatch key (an
-   immediate stored just before the call), the namespace when it is stored inline
-   (``"aten"``, ``"_"``), the ``__FILE__``/``__LINE__`` arguments, and the init function.
+   immediate stored just before the call), the namespace (written inline, ``"aten"``/``"_"``,
+   or copied from a pooled literal, ``"torchvision"``), ``__FILE__``/``__LINE__``, and the
+   init function.
 3. Every registration is a call to the imported ``torch::Library::_impl(this, const char*
    name, CppFunction&&, _RegisterOrVerify)``. The name is the second argument (``rdx``), loaded
    with ``lea rdx, [rip+name]`` right before the call (MSVC: ``lea rdx; mov rcx, reg; call``).
    Where ``impl`` was not inlined, the helper receives the name in ``rdx`` from its callers,
    which load it the same way; the script follows those calls one level up.
-4. A registration belongs to the library whose init function contains it. Only names
+4. A registration belongs to the library whose init function contains it, or calls the
+   piece of code that does (MSVC splits the big generated init function). Only names
    registered to namespace ``aten`` under the dispatch key ``PrivateUse1`` are kept: main.cpp
    also registers a few ``aten`` ops for ``SparsePrivateUse1`` and ``AutogradPrivateUse1``
    (not kernels), and ``torchvision::nms``/``roi_align`` are not aten operators. The boxed
@@ -61,16 +63,26 @@ lists what is registered.
 How it was validated (torch-directml 0.2.5.dev240914, cp311 win_amd64 wheel)
 ----------------------------------------------------------------------------
 * Cross-checked against a disassembly (``objdump -d -M intel``): 300 direct calls to
-  ``Library::_impl``, all of the form ``lea rdx,[rip+name]; mov rcx,reg; call [_impl]``, plus
-  two out-of-line ``impl`` helpers used only by the torchvision registrations. Nine
-  ``Library`` objects: ``_``/PrivateUse1 (dml_cpu_fallback.cpp), four torchvision/PrivateUse1
-  (dml_torchvision_ops.cpp), ``aten``/PrivateUse1 (generated RegisterPrivateUse1.cpp) and
-  three ``aten`` libraries in main.cpp (two SparsePrivateUse1, one AutogradPrivateUse1).
-* Result: 288 aten/PrivateUse1 registrations (one registered twice), 287 distinct names.
-  All ordinary op-like strings of the generated file's string block are in the list, and the
-  pooled names found elsewhere (``view``, ``empty_strided``, ``dot``, ``full``,
-  ``ones_like``, ``repeat``, ``unfold``, ``equal``...) were found through their call sites.
-* The natives named in docs/directml-facts (convolution and its backward through
+  ``Library::_impl``, all of the form ``lea rdx,[rip+name]; mov rcx,reg; call [_impl]``, some
+  in pieces that MSVC split off the big generated init function, plus two out-of-line
+  ``impl`` helpers used by the torchvision registrations. Nine ``Library`` objects:
+  ``_``/PrivateUse1 (dml_cpu_fallback.cpp, the boxed CPU fallback), four
+  torchvision (dml_torchvision_ops.cpp), ``aten``/PrivateUse1 (generated
+  RegisterPrivateUse1.cpp) and three ``aten`` libraries in main.cpp (two SparsePrivateUse1,
+  one AutogradPrivateUse1: ``empty.memory_format``, ``_copy_from``, ``reshape``).
+* Result: 296 distinct ``aten``/PrivateUse1 names. Every op-like string of the generated
+  file's string block is among them; 22 more (``view``, ``empty_strided``, ``dot``, ``full``,
+  ``ones_like``, ``repeat``, ``unfold``, ``equal``...) are pooled literals found elsewhere
+  and were reached through their call sites.
+* Ground truth on Linux: loading the same version's manylinux native module into torch 2.4.1
+  (``torch.ops.load_library(libdirectml.so)``, then ``import torch_directml_native``, with the
+  wheel's stub libd3d12.so on LD_LIBRARY_PATH; no GPU needed, registration happens when the
+  module loads) and asking the dispatcher
+  (``torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")``) gives exactly
+  these 296 aten names (plus torch's own c10d ops and the three torchvision ops). The
+  project's test repeats that comparison whenever torch-directml is installed.
+* The cp38 wheel gives the same list.
+* The natives named in the project's DirectML facts (convolution and its backward through
   ``convolution_overrideable``/``convolution_backward_overrideable``,
   ``max_pool2d_with_indices`` (+backward), ``relu``, ``sigmoid``, ``addmm``, ``_log_softmax``,
   ``nll_loss_forward``/``nll_loss_backward``, ``argmax``, ``eq``/``ne``/``lt``/``gt``, ``sum``,
@@ -286,7 +298,8 @@ def _library_args(pe: PEImage, code: bytes, text_rva: int, site: int) -> dict:
 
     def rip_target(match: re.Match, disp_group: int = 1) -> int:
         # a rip-relative disp32 is relative to the end of the instruction that holds it
-        return text_rva + window_start + match.end(disp_group) + _rel32(window, match.start(disp_group))
+        end = text_rva + window_start + match.end(disp_group)
+        return end + _rel32(window, match.start(disp_group))
 
     info: dict = {"namespace": None, "key": None, "file": None, "line": None}
     # optional<DispatchKey>: `mov eax, imm32; mov word [rsp+disp8], ax; mov byte [..], 1`
@@ -418,7 +431,8 @@ def list_wheel(wheel: Path) -> tuple[list[str], list[str]]:
                 continue
             per_library: dict[tuple, int] = {}
             for reg in regs:
-                lib = (reg["namespace"], reg["key"], PureWindowsPath(str(reg["file"])).name, reg["line"])
+                source = PureWindowsPath(str(reg["file"])).name
+                lib = (reg["namespace"], reg["key"], source, reg["line"])
                 per_library[lib] = per_library.get(lib, 0) + 1
                 if reg["namespace"] == "aten" and reg["key"] == "PrivateUse1":
                     found.add(f"aten::{reg['name']}")
@@ -516,7 +530,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(text)
     else:
         out = Path(args.output) if args.output else default_output()
-        out.write_text(text, encoding="utf-8", newline="\n")
+        with out.open("w", encoding="utf-8", newline="\n") as stream:  # same bytes on Windows
+            stream.write(text)
         print(f"wrote {len(ops)} operators to {out}", file=sys.stderr)
     return 0
 

@@ -4,18 +4,41 @@ Each check returns Findings (ok / warn / fail, what was seen, and the exact fix)
 project generator's post-generation hook imports this module from the freshly generated
 ``src/`` and verify_install uses it too, so the rules live in one place. Nothing here may
 raise or hang: anything unexpected becomes a warning that says what was seen.
+
+Gathering (``os_info.detect``, ``gpu_windows.scan``, ``gpu_linux.scan``) is kept apart from
+deciding (``check_*``): the checks are plain functions of what was gathered, so tests can
+describe any machine.
 """
 
 from __future__ import annotations
 
+import datetime
 import platform
+import re
+import shutil
 import sys
+import textwrap
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, Sequence
 
+from . import gpu_linux, gpu_windows, os_info
+from .bounded import describe_error
+from .drivers import driver_age, nvidia_branch
+from .gpus import AMD, INTEGRATED, INTEL, NVIDIA, QUALCOMM, Gpu, GpuScan
+from .os_info import DIRECTML_MIN_BUILD, WINDOWS_11_BUILD, OsInfo
 from .project import Project, load_project
 
 OK, WARN, FAIL = "ok", "warn", "fail"
+
+PYTORCH_INDEX = "https://download.pytorch.org/whl"
+# The oldest NVIDIA driver branch each CUDA major version runs on (minor-version compatibility).
+CUDA_MIN_DRIVER = {11: 450, 12: 525, 13: 580}
+DRIVER_DOWNLOADS = {
+    AMD: "AMD Software: Adrenalin Edition from amd.com/support",
+    INTEL: "Intel Driver & Support Assistant from intel.com/support (or the laptop maker's site)",
+    NVIDIA: "the NVIDIA App or nvidia.com/drivers",
+    QUALCOMM: "Windows Update (Settings > Windows Update > Advanced options > Optional updates)",
+}
 
 
 @dataclass(frozen=True)
@@ -29,12 +52,26 @@ class Finding:
         return asdict(self)
 
 
+def _series(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+
+
+def _new_env_fix(project: Project) -> str:
+    version = project.python_version
+    return (
+        f"Create the project's environment with Python {version}: "
+        "`conda env create -f environment.yml` (conda), or "
+        f"`py -{version} -m venv .venv` on Windows / `python{version} -m venv .venv` elsewhere "
+        "and `pip install -r requirements.txt` (venv); then select it as the project interpreter."
+    )
+
+
 def check_python(
     project: Project,
     version_info: Sequence[int],
     pointer_bits: int,
     context: str = "project",
-) -> List[Finding]:
+) -> list[Finding]:
     """This interpreter against the accelerator's supported range, and 64-bit.
 
     ``context`` is "hook" while the project generator runs: the environment created from
@@ -42,19 +79,26 @@ def check_python(
     """
     version = ".".join(str(part) for part in version_info[:3])
     supported = f"{project.python_min} to {project.python_max}"
+    hook = context == "hook"
     findings = []
     if project.supports_python(tuple(version_info)):
         findings.append(
-            Finding("Python", OK, f"Python {version} is supported for {project.accelerator} ({supported}).")
+            Finding(
+                "Python",
+                OK,
+                f"Python {version} ({pointer_bits}-bit) is supported for {project.accelerator} "
+                f"({supported}).",
+            )
         )
-    elif context == "hook":
+    elif hook:
         findings.append(
             Finding(
                 "Python",
                 WARN,
-                f"This Python is {version}; {project.accelerator} needs {supported}. {project.python_note}",
-                f"Create the project's environment with Python {project.python_version}, "
-                "as the environment file says; this interpreter only ran the generator.",
+                f"The generator runs on Python {version}; {project.accelerator} needs "
+                f"{supported}. {project.python_note}",
+                f"Nothing to change in the project: its environment file asks for Python "
+                f"{project.python_version}. Do not install the project into this Python.",
             )
         )
     else:
@@ -62,67 +106,650 @@ def check_python(
             Finding(
                 "Python",
                 FAIL,
-                f"Python {version} is outside {supported} for {project.accelerator}. {project.python_note}",
-                f"Create a new environment with Python {project.python_version} from the project's "
-                "environment file and select it as the project interpreter.",
+                f"Python {version} is outside {supported} for {project.accelerator}. "
+                f"{project.python_note}",
+                _new_env_fix(project),
             )
         )
     if pointer_bits != 64:
         findings.append(
             Finding(
                 "Python",
-                FAIL,
+                WARN if hook else FAIL,
                 f"This Python is {pointer_bits}-bit; PyTorch ships 64-bit wheels only.",
-                "Install a 64-bit Python (x86-64 or ARM64) and recreate the environment.",
+                "Install a 64-bit Python (x86-64, or ARM64 where the stack has wheels) and "
+                "create the environment with it.",
             )
         )
-    if context == "hook" and tuple(version_info[:2]) != tuple(
-        int(p) for p in project.python_version.split(".")[:2]
-    ):
+    if hook and tuple(version_info[:2]) != _series(project.python_version):
         findings.append(
             Finding(
                 "Python",
                 OK,
                 f"The generator ran on Python {version}; the project's environment will use "
-                f"Python {project.python_version}.",
+                f"Python {project.python_version} (conda or venv creates its own interpreter).",
             )
         )
     return findings
 
 
+# ---------------------------------------------------------------------------------- OS
+
+
+def _fallback_on_linux(project: Project, machine: str) -> str:
+    if project.accelerator == "cpu":
+        return "the CPU"
+    if machine.lower() in ("x86_64", "amd64"):
+        return "CUDA on an NVIDIA GPU (PyPI's torch for Linux includes it) or else the CPU"
+    return "the CPU"
+
+
+def check_os(project: Project, info: OsInfo) -> list[Finding]:
+    """Windows build, WSL version and GPU paravirtualization, or which backend instead."""
+    what = info.describe()
+    directml = project.accelerator == "directml"
+    if info.is_windows:
+        return _check_windows(project, info)
+    if info.is_macos:
+        return _check_macos(project, info)
+    if info.wsl == 1:
+        if project.accelerator == "cpu":
+            return [Finding("OS", OK, f"{what}: the CPU build runs here.")]
+        return [
+            Finding(
+                "OS",
+                WARN,
+                f"{what}: WSL 1 has no GPU access, so {project.accelerator} falls back to the CPU.",
+                "Convert the distribution to WSL 2: in Windows PowerShell `wsl -l -v`, then "
+                "`wsl --set-version <name> 2`.",
+            )
+        ]
+    if info.wsl == 2:
+        return _check_wsl2(project, info)
+    if info.is_linux:
+        if not directml:
+            return [Finding("OS", OK, f"{what}.")]
+        return [
+            Finding(
+                "OS",
+                WARN,
+                f"{what}: DirectML runs only on Windows 10/11 and in WSL2. Here the project "
+                f"uses {_fallback_on_linux(project, info.machine)}.",
+                "Nothing is needed to train on this machine; the GPU line says how to use an "
+                "AMD or Intel GPU on Linux. For DirectML, run the project on Windows or in WSL2.",
+            )
+        ]
+    return [
+        Finding(
+            "OS",
+            WARN,
+            f"{what}: PyTorch publishes wheels for Windows, Linux and macOS only.",
+            "Use Windows, Linux (or WSL2) or macOS on Apple Silicon.",
+        )
+    ]
+
+
+def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
+    what = info.describe()
+    build = info.windows_build
+    findings = []
+    if project.accelerator != "directml":
+        findings.append(Finding("OS", OK, f"{what}."))
+    elif build is None:
+        findings.append(
+            Finding(
+                "OS",
+                WARN,
+                f"{what}: the Windows build number could not be read.",
+                "Check it with `winver`: DirectML needs Windows 10 version 1709 (build 16299) "
+                "or later.",
+            )
+        )
+    elif build < DIRECTML_MIN_BUILD:
+        findings.append(
+            Finding(
+                "OS",
+                FAIL,
+                f"{what}: DirectML needs Windows 10 version 1709 (build {DIRECTML_MIN_BUILD}) or "
+                "later.",
+                "Update Windows (Settings > Windows Update) to Windows 10 22H2 or Windows 11.",
+            )
+        )
+    else:
+        findings.append(
+            Finding("OS", OK, f"{what}: DirectML runs here (build {DIRECTML_MIN_BUILD}+).")
+        )
+    if project.accelerator == "directml" and info.machine.upper() in ("ARM64", "AARCH64"):
+        findings.append(
+            Finding(
+                "OS",
+                FAIL,
+                "This Python is ARM64; torch-directml publishes win_amd64 wheels only.",
+                "Install the x64 (AMD64) Python from python.org; Windows on ARM runs it "
+                "emulated. Then recreate the environment with it.",
+            )
+        )
+    return findings
+
+
+def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
+    what = info.describe()
+    if project.accelerator == "cpu":
+        return [Finding("OS", OK, f"{what}: the CPU build runs here.")]
+    missing = [
+        path
+        for path, present in (("/dev/dxg", info.dxg), ("/usr/lib/wsl/lib/libd3d12.so", info.d3d12))
+        if not present
+    ]
+    if project.accelerator == "cuda" and info.dxg:
+        missing = []  # CUDA in WSL2 needs /dev/dxg, not Direct3D
+    if not missing:
+        return [
+            Finding(
+                "OS",
+                OK,
+                f"{what}: GPU access through /dev/dxg"
+                + (" and /usr/lib/wsl/lib/libd3d12.so." if info.d3d12 else "."),
+            )
+        ]
+    if info.windows_build is not None and info.windows_build < WINDOWS_11_BUILD:
+        fix = (
+            f"GPU access in WSL2 for {project.accelerator} needs Windows 11 (build "
+            f"{WINDOWS_11_BUILD}+); this Windows is build {info.windows_build}. Upgrade Windows, "
+            "or run the project on Windows itself."
+        )
+    else:
+        fix = (
+            "In Windows, install the GPU vendor's current Windows driver (never a Linux GPU "
+            "driver inside WSL), run `wsl --update`, then `wsl --shutdown` and reopen the "
+            f"distribution. WSL2 GPU access needs Windows 11 (build {WINDOWS_11_BUILD}+)."
+        )
+    return [
+        Finding(
+            "OS",
+            WARN,
+            f"{what}: {' and '.join(missing)} missing, so {project.accelerator} cannot reach the "
+            "GPU and falls back to the CPU.",
+            fix,
+        )
+    ]
+
+
+def _check_macos(project: Project, info: OsInfo) -> list[Finding]:
+    what = info.describe()
+    if info.machine.lower() not in ("arm64", "aarch64"):
+        return [
+            Finding(
+                "OS",
+                FAIL,
+                f"{what}: PyTorch publishes no wheels for Intel Macs since 2.3, and this project "
+                f"pins torch {project.pins.get('torch', '')}.",
+                "On an Apple Silicon Mac, install a native arm64 Python (python.org installer or "
+                "Miniforge) instead of an x86_64 one under Rosetta. On an Intel Mac, use Windows, "
+                "Linux or a hosted notebook instead.",
+            )
+        ]
+    if project.accelerator == "cpu":
+        return [Finding("OS", OK, f"{what}: the CPU build runs here; `--device mps` uses the GPU.")]
+    return [
+        Finding(
+            "OS",
+            WARN,
+            f"{what}: {'DirectML' if project.accelerator == 'directml' else 'CUDA'} does not "
+            "exist on macOS; this project uses Apple's MPS backend (the Apple GPU) instead.",
+            "Nothing to install: PyPI's torch for macOS includes MPS (macOS 12.3 or later).",
+        )
+    ]
+
+
+# -------------------------------------------------------------------------------- GPUs
+
+
+def scan_gpus(info: OsInfo) -> GpuScan:
+    """Ask the system for its GPUs in the way that fits it; macOS needs no listing."""
+    if info.is_windows:
+        return gpu_windows.scan()
+    if info.is_linux:
+        return gpu_linux.scan(wsl=info.wsl == 2)
+    return GpuScan(source="")
+
+
+def _driver_findings(gpus: Iterable[Gpu], today: datetime.date) -> list[Finding]:
+    findings = []
+    for gpu in gpus:
+        age = driver_age(gpu)
+        if age is None or not age.is_old(today):
+            continue
+        version = f" {gpu.driver_version}" if gpu.driver_version else ""
+        where = DRIVER_DOWNLOADS.get(gpu.vendor_id or -1, "the GPU maker's website")
+        findings.append(
+            Finding(
+                "Driver",
+                WARN,
+                f"{gpu.name}: driver{version} ({age.basis}) is about "
+                f"{age.years(today):.0f} years old.",
+                f"Install the current driver with {where}. If the maker no longer updates this "
+                "GPU, the old driver is the last one; DirectML may then fail on some operators.",
+            )
+        )
+    return findings
+
+
+def _cuda_major(project: Project, info: OsInfo) -> int | None:
+    match = re.search(r"/cu(\d+)\b", project.index_url or "")
+    if match:
+        return int(match.group(1)[:-1])
+    if project.accelerator == "directml" and info.is_linux:
+        return 12  # PyPI's torch 2.4.1 for Linux x86_64 is built with CUDA 12.1
+    return None
+
+
+def _cuda_driver_findings(project: Project, info: OsInfo, gpus: Iterable[Gpu]) -> list[Finding]:
+    cuda = _cuda_major(project, info)
+    if cuda is None or cuda not in CUDA_MIN_DRIVER:
+        return []
+    findings = []
+    for gpu in gpus:
+        branch = nvidia_branch(gpu.driver_version) if gpu.vendor_id == NVIDIA else None
+        if branch is not None and branch[0] < CUDA_MIN_DRIVER[cuda]:
+            findings.append(
+                Finding(
+                    "Driver",
+                    WARN,
+                    f"{gpu.name}: NVIDIA driver {branch[1]} is older than {CUDA_MIN_DRIVER[cuda]}, "
+                    f"the oldest that runs this project's CUDA {cuda} build of torch.",
+                    f"Install NVIDIA driver {CUDA_MIN_DRIVER[cuda]} or newer "
+                    f"({DRIVER_DOWNLOADS[NVIDIA]}; on Linux the distribution's packages).",
+                )
+            )
+    return findings
+
+
+def _list_findings(gpus: Iterable[Gpu]) -> list[Finding]:
+    return [Finding("GPU", OK, gpu.describe()) for gpu in gpus]
+
+
+def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:
+    if not scan.problems:
+        return []
+    seen = "; ".join(scan.problems)
+    if have_gpus:
+        return [Finding("GPU", WARN, f"Part of the GPU query failed: {seen}.")]
+    return [
+        Finding(
+            "GPU",
+            WARN,
+            f"The GPUs could not be listed: {seen}.",
+            "Look in Device Manager > Display adapters (Windows) or run `lspci | grep -i vga` "
+            "(Linux); verify_install lists the devices PyTorch itself finds.",
+        )
+    ]
+
+
+def check_gpus(
+    project: Project, info: OsInfo, scan: GpuScan, today: datetime.date | None = None
+) -> list[Finding]:
+    today = today or datetime.date.today()
+    if info.is_windows:
+        return _check_windows_gpus(project, info, scan, today)
+    if info.is_linux:
+        return _check_linux_gpus(project, info, scan, today)
+    return []
+
+
+def _check_windows_gpus(
+    project: Project, info: OsInfo, scan: GpuScan, today: datetime.date
+) -> list[Finding]:
+    hardware = scan.hardware
+    findings = _list_findings(hardware)
+    findings += _problem_findings(scan, bool(hardware))
+    no_driver = [gpu for gpu in scan.software if gpu.vendor_id in DRIVER_DOWNLOADS]
+    for gpu in no_driver:
+        findings.append(
+            Finding(
+                "GPU",
+                WARN,
+                f"A {gpu.vendor} GPU (PCI id 0x{gpu.device_id or 0:04x}) runs on '{gpu.name}': "
+                "its driver is not installed, so DirectX 12 cannot use it.",
+                f"Install the driver with {DRIVER_DOWNLOADS[gpu.vendor_id or -1]}, then restart.",
+            )
+        )
+    accelerator = project.accelerator
+    if not hardware:
+        software = [gpu.name for gpu in scan.software if gpu not in no_driver]
+        if software:
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN if accelerator != "cpu" else OK,
+                    f"Only the software adapter ({', '.join(software)}) was found: no DirectX 12 "
+                    "GPU driver is active, so training runs on the CPU.",
+                    "Install the GPU maker's driver (Windows Update > Optional updates, or the "
+                    "maker's site). In a virtual machine or a Remote Desktop session there is "
+                    "usually no GPU: run on the machine itself."
+                    if accelerator != "cpu"
+                    else "",
+                )
+            )
+        elif not scan.problems and not no_driver:
+            findings.append(
+                Finding("GPU", WARN if accelerator != "cpu" else OK, "No display adapter found.")
+            )
+        return findings
+    if accelerator == "directml":
+        if all(gpu.kind == INTEGRATED for gpu in hardware):
+            names = ", ".join(gpu.name for gpu in hardware)
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN,
+                    f"Only an integrated GPU ({names}): DirectML runs on it, but it shares "
+                    "memory with the CPU and is often no faster than the CPU for a model as "
+                    "small as LeNet.",
+                    f"Nothing to install. Compare with `python -m {project.package_name}.benchmark`"
+                    " and train with `--device cpu` if the CPU is faster.",
+                )
+            )
+        elif any(gpu.kind == INTEGRATED for gpu in hardware):
+            findings.append(
+                Finding(
+                    "GPU",
+                    OK,
+                    "Integrated and discrete GPUs: DirectML's device 0 is often the integrated "
+                    "one; the project picks a discrete GPU by name (override with --device).",
+                )
+            )
+    elif accelerator == "cuda" and not any(gpu.vendor_id == NVIDIA for gpu in hardware):
+        findings.append(
+            Finding(
+                "GPU",
+                WARN,
+                "No NVIDIA GPU: the CUDA build of torch trains on the CPU here.",
+                "For an AMD, Intel or Qualcomm GPU on Windows, generate the project with "
+                "accelerator=directml.",
+            )
+        )
+    elif accelerator == "cpu":
+        findings.append(
+            Finding(
+                "GPU",
+                OK,
+                "accelerator=cpu: these GPUs stay unused. Generate the project with "
+                "accelerator=directml (any DirectX 12 GPU) or cuda (NVIDIA) to train on one.",
+            )
+        )
+    findings += _driver_findings(hardware, today)
+    findings += _cuda_driver_findings(project, info, hardware)
+    return findings
+
+
+def _rocm_fix(project: Project) -> str:
+    torch, vision = project.pins.get("torch", ""), project.pins.get("torchvision", "")
+    if project.accelerator == "directml":
+        return (
+            f"Install PyTorch's ROCm build of the same versions: `pip install torch=={torch} "
+            f"torchvision=={vision} --index-url {PYTORCH_INDEX}/rocm6.1`. ROCm supports recent "
+            "Radeon RX/PRO and Instinct GPUs (see AMD's ROCm compatibility list)."
+        )
+    return (
+        f"Install PyTorch's ROCm build: `pip install torch=={torch} torchvision=={vision} "
+        f"--index-url {PYTORCH_INDEX}/rocm<version>` with the ROCm version pytorch.org/get-started "
+        f"lists for torch {torch}. ROCm supports recent Radeon RX/PRO and Instinct GPUs."
+    )
+
+
+def _xpu_fix(project: Project) -> str:
+    torch, vision = project.pins.get("torch", ""), project.pins.get("torchvision", "")
+    if project.accelerator == "directml":
+        return (
+            f"torch-directml pins torch {torch}, which has no XPU support (it came with 2.5). "
+            "Generate the project with accelerator=cpu for a current torch, then install its "
+            f"XPU build: `pip install torch torchvision --index-url {PYTORCH_INDEX}/xpu` "
+            "(with the versions that project pins). XPU supports Arc and Core Ultra graphics."
+        )
+    return (
+        f"Install PyTorch's XPU build: `pip install torch=={torch} torchvision=={vision} "
+        f"--index-url {PYTORCH_INDEX}/xpu`. XPU supports Arc and Core Ultra graphics."
+    )
+
+
+def _check_linux_gpus(
+    project: Project, info: OsInfo, scan: GpuScan, today: datetime.date
+) -> list[Finding]:
+    hardware = scan.hardware
+    findings = _list_findings(hardware)
+    findings += _problem_findings(scan, bool(hardware))
+    accelerator = project.accelerator
+    gpu_stack = accelerator != "cpu"
+    x86 = info.machine.lower() in ("x86_64", "amd64")
+    for gpu in hardware:
+        if gpu.vendor_id == NVIDIA:
+            findings += _linux_nvidia(project, gpu, x86)
+        elif gpu.vendor_id == AMD and gpu.driver == "radeon":
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN if gpu_stack else OK,
+                    f"{gpu.name} runs on the legacy 'radeon' kernel driver: ROCm needs 'amdgpu', "
+                    "so training runs on the CPU.",
+                    "Nothing to install: this older GPU is not supported by ROCm."
+                    if gpu_stack
+                    else "",
+                )
+            )
+        elif gpu.vendor_id == AMD:
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN if gpu_stack else OK,
+                    f"{gpu.name}: AMD GPUs on Linux train through ROCm, which this project's torch "
+                    "does not include, so training runs on the CPU.",
+                    _rocm_fix(project),
+                )
+            )
+        elif gpu.vendor_id == INTEL:
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN if gpu_stack else OK,
+                    f"{gpu.name}: Intel GPUs on Linux train through PyTorch's XPU build, which "
+                    "this project's torch is not, so training runs on the CPU.",
+                    _xpu_fix(project),
+                )
+            )
+    if not hardware and not scan.problems:
+        if info.wsl == 2 and info.dxg:
+            findings.append(
+                Finding(
+                    "GPU",
+                    OK,
+                    "WSL2 shares the Windows driver's GPUs through /dev/dxg; they have no "
+                    "/sys/class/drm entry. verify_install lists what PyTorch finds.",
+                )
+            )
+        else:
+            display = [gpu.name for gpu in scan.gpus if gpu not in hardware]
+            seen = f" (display only: {', '.join(display)})" if display else ""
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN if gpu_stack else OK,
+                    f"No GPU for compute found{seen}: training runs on the CPU.",
+                    "Nothing to install: the CPU trains, only slower. For GPU training use a "
+                    "machine with an NVIDIA GPU (accelerator=cuda), or Windows with any DirectX "
+                    "12 GPU (accelerator=directml)."
+                    if gpu_stack
+                    else "",
+                )
+            )
+    findings += _driver_findings([g for g in hardware if g.vendor_id == NVIDIA], today)
+    findings += _cuda_driver_findings(project, info, hardware)
+    return findings
+
+
+def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
+    if gpu.driver not in ("nvidia", ""):
+        return [
+            Finding(
+                "GPU",
+                WARN,
+                f"{gpu.name} runs on the '{gpu.driver}' kernel driver: CUDA needs NVIDIA's "
+                "driver, so training runs on the CPU.",
+                "Install NVIDIA's driver (Ubuntu: `sudo ubuntu-drivers install`), reboot, and "
+                "check that `nvidia-smi` lists the GPU.",
+            )
+        ]
+    if gpu.driver == "" and gpu.source.startswith("/sys"):
+        return [
+            Finding(
+                "GPU",
+                WARN,
+                f"{gpu.name} has no kernel driver loaded: CUDA cannot use it.",
+                "Install NVIDIA's driver (Ubuntu: `sudo ubuntu-drivers install`) and reboot.",
+            )
+        ]
+    if project.accelerator == "cuda":
+        return [Finding("GPU", OK, f"{gpu.name}: CUDA trains on it.")]
+    if project.accelerator == "directml" and x86:
+        torch = project.pins.get("torch", "")
+        return [
+            Finding(
+                "GPU",
+                OK,
+                f"{gpu.name}: PyPI's torch {torch} for Linux includes CUDA, so this project "
+                "trains on it through CUDA instead of DirectML.",
+            )
+        ]
+    return [
+        Finding(
+            "GPU",
+            OK,
+            f"accelerator={project.accelerator}: {gpu.name} stays unused; generate the project "
+            "with accelerator=cuda to train on it.",
+        )
+    ]
+
+
+# ------------------------------------------------------------------------------ running
+
+
 def run_checks(
     context: str = "project",
-    project: Optional[Project] = None,
-    version_info: Optional[Tuple[int, ...]] = None,
-    pointer_bits: Optional[int] = None,
-) -> List[Finding]:
+    project: Project | None = None,
+    version_info: tuple[int, ...] | None = None,
+    pointer_bits: int | None = None,
+    os_facts: OsInfo | None = None,
+    gpu_scan: GpuScan | None = None,
+    today: datetime.date | None = None,
+) -> list[Finding]:
     """All standard-library checks; arguments replace the real system in tests."""
-    project = project or load_project()
-    checks: List[Callable[[], Iterable[Finding]]] = [
-        lambda: check_python(
+    findings: list[Finding] = []
+    try:
+        project = project or load_project()
+    except Exception as error:  # a damaged project.json: say so, check nothing else
+        return [
+            Finding(
+                "Project",
+                FAIL,
+                f"project.json could not be read: {describe_error(error)}",
+                "Restore src/<package>/project.json from version control or regenerate.",
+            )
+        ]
+    state = {"os": os_facts}
+
+    def python_check() -> list[Finding]:
+        return check_python(
             project,
             version_info or tuple(sys.version_info[:3]),
             pointer_bits or (64 if sys.maxsize > 2**32 else 32),
             context,
-        ),
-    ]
-    findings: List[Finding] = []
+        )
+
+    def os_check() -> list[Finding]:
+        state["os"] = state["os"] or os_info.detect()
+        return check_os(project, state["os"])
+
+    def gpu_check() -> list[Finding]:
+        info = state["os"]
+        if info is None:
+            return []  # the OS check already reported why
+        return check_gpus(project, info, gpu_scan or scan_gpus(info), today)
+
+    checks: list[Callable[[], Iterable[Finding]]] = [python_check, os_check, gpu_check]
     for check in checks:
         try:
             findings.extend(check())
         except Exception as error:  # a check must never stop the others
-            findings.append(Finding("internal", WARN, f"A check failed unexpectedly: {error!r}"))
+            findings.append(
+                Finding(
+                    "internal",
+                    WARN,
+                    f"A check failed unexpectedly: {describe_error(error)}",
+                    "Please report this output to the project's maintainers.",
+                )
+            )
     return findings
 
 
-def format_findings(findings: Iterable[Finding]) -> str:
-    marks = {OK: "[ ok ]", WARN: "[warn]", FAIL: "[FAIL]"}
+# ---------------------------------------------------------------------------- reporting
+
+MARKS = {OK: "ok", WARN: "WARN", FAIL: "FAIL"}
+
+
+def _width(width: int | None) -> int:
+    if width is None:
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+    return max(60, min(width, 110))
+
+
+def format_table(findings: Sequence[Finding], width: int | None = None) -> str:
+    """One row per finding: status, check, and what was found, wrapped to the terminal."""
+    width = _width(width)
+    check_width = max([len(f.check) for f in findings] + [5])
+    indent = " " * (2 + 4 + 2 + check_width + 2)
     lines = []
     for finding in findings:
-        lines.append(f"{marks.get(finding.status, '[ ?? ]')} {finding.check}: {finding.found}")
-        if finding.fix:
-            lines.append(f"       fix: {finding.fix}")
+        mark = MARKS.get(finding.status, "??")
+        first = f"  {mark:<4}  {finding.check:<{check_width}}  "
+        wrapped = textwrap.wrap(finding.found, width - len(indent), break_on_hyphens=False)
+        wrapped = wrapped or [""]
+        lines.append(first + wrapped[0])
+        lines.extend(indent + line for line in wrapped[1:])
     return "\n".join(lines)
+
+
+def format_fixes(findings: Sequence[Finding], width: int | None = None) -> str:
+    """'Fixes:' and one numbered entry per finding that has a fix, failures first."""
+    width = _width(width)
+    order = {FAIL: 0, WARN: 1, OK: 2}
+    with_fix = sorted(
+        (f for f in findings if f.fix), key=lambda finding: order.get(finding.status, 3)
+    )
+    if not with_fix:
+        return ""
+    groups: dict[str, list[Finding]] = {}  # one entry per distinct fix, in order
+    for finding in with_fix:
+        groups.setdefault(finding.fix, []).append(finding)
+    lines = ["Fixes:"]
+    for number, (fix, group) in enumerate(groups.items(), 1):
+        checks = ", ".join(dict.fromkeys(finding.check for finding in group))
+        head = f"  {number}. [{MARKS.get(group[0].status, '??')} {checks}] "
+        lines.append(
+            textwrap.fill(
+                fix,
+                width,
+                initial_indent=head,
+                subsequent_indent="     ",
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(lines)
+
+
+def format_findings(findings: Iterable[Finding], width: int | None = None) -> str:
+    findings = list(findings)
+    fixes = format_fixes(findings, width)
+    return format_table(findings, width) + ("\n\n" + fixes if fixes else "")
 
 
 def describe_platform() -> str:

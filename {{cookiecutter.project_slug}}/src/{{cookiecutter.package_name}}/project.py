@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Tuple
 
 PROJECT_FILE = Path(__file__).with_name("project.json")
 
 
-def parse_version(text: str) -> Tuple[int, ...]:
+def parse_version(text: str) -> tuple[int, ...]:
     """'3.11' -> (3, 11); '2.4.1+cpu' -> (2, 4, 1). Non-numeric parts end the version."""
     parts = []
     for piece in text.split("+")[0].split("."):
@@ -40,10 +39,10 @@ class Project:
     python_min: str
     python_max: str
     python_note: str
-    pins: Dict[str, str]
+    pins: dict[str, str]
     index_url: str
 
-    def supports_python(self, version: Tuple[int, ...]) -> bool:
+    def supports_python(self, version: tuple[int, ...]) -> bool:
         """True when major.minor of ``version`` lies in the accelerator's supported range."""
         minor = tuple(version[:2])
         return parse_version(self.python_min) <= minor <= parse_version(self.python_max)

@@ -1,0 +1,129 @@
+"""The post-generation hook, run as cookiecutter runs it, on machines this one pretends to be.
+
+A sitecustomize module on PYTHONPATH replaces `platform` answers inside the hook's own
+process, and a fake `powershell.exe` first on PATH prints what Windows would print. The
+hook must report each situation clearly, and never stop generation with a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+SITECUSTOMIZE = """
+import json, os, platform
+fake = json.loads(os.environ.get("FAKE_PLATFORM", "{}"))
+for name, value in fake.items():
+    if name == "mac_ver":
+        platform.mac_ver = lambda *args, _v=value: (_v, ("", "", ""), "")
+    else:
+        setattr(platform, name, lambda _v=value: _v)
+"""
+POWERSHELL = """#!/bin/sh
+cat "$FAKE_POWERSHELL_OUTPUT"
+"""
+WINDOWS_11 = {"system": "Windows", "release": "10", "version": "10.0.22631", "machine": "AMD64"}
+
+
+def video_controller(name, vendor, device, driver, date, ram=4293918720):
+    return {
+        "Name": name,
+        "AdapterCompatibility": "",
+        "PNPDeviceID": f"PCI\\VEN_{vendor}&DEV_{device}&SUBSYS_00000000&REV_C1\\4&1A2B3C4D&0&0019",
+        "DriverVersion": driver,
+        "AdapterRAM": ram,
+        "DriverDate": date,
+    }
+
+
+INTEL_IGPU = video_controller(
+    "Intel(R) UHD Graphics 770", "8086", "4680", "31.0.101.5186", "2024-01-18", 1073741824
+)
+AMD_DGPU = video_controller(
+    "AMD Radeon RX 7800 XT", "1002", "747E", "32.0.12011.1036", "2025-03-26"
+)
+BASIC_RENDER = video_controller("Microsoft Basic Render Driver", "1414", "008C", "10.0.22621.1", "")
+
+
+@pytest.fixture
+def fake_machine(tmp_path, monkeypatch):
+    """fake_machine(platform_answers, powershell_output) prepares the hook's environment."""
+    (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    powershell = tmp_path / "powershell.exe"
+    powershell.write_text(POWERSHELL)
+    powershell.chmod(powershell.stat().st_mode | stat.S_IEXEC)
+
+    def _fake(platform_answers: dict, powershell_output: str = "") -> None:
+        output = tmp_path / "powershell-output.txt"
+        output.write_text(powershell_output, encoding="utf-8")
+        monkeypatch.setenv("FAKE_PLATFORM", json.dumps(platform_answers))
+        monkeypatch.setenv("FAKE_POWERSHELL_OUTPUT", str(output))
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+        monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+
+    return _fake
+
+
+def assert_generated_without_traceback(baked):
+    assert baked.ok, baked.output
+    assert "Traceback" not in baked.output
+    assert "Next steps in a terminal:" in baked.output
+
+
+def test_windows_with_integrated_and_discrete_gpu(bake, fake_machine):
+    fake_machine(WINDOWS_11, json.dumps([INTEL_IGPU, AMD_DGPU]))
+
+    baked = bake()
+
+    assert_generated_without_traceback(baked)
+    assert "AMD Radeon RX 7800 XT" in baked.output
+    assert "Intel(R) UHD Graphics 770" in baked.output
+
+
+def test_windows_with_only_the_software_adapter(bake, fake_machine):
+    fake_machine(WINDOWS_11, json.dumps(BASIC_RENDER))
+
+    baked = bake()
+
+    assert_generated_without_traceback(baked)
+    assert "Microsoft Basic Render Driver" in baked.output
+    assert "WARN" in baked.output
+
+
+def test_windows_older_than_1709_is_refused_for_directml(bake, fake_machine):
+    fake_machine({**WINDOWS_11, "version": "10.0.15063"}, json.dumps([AMD_DGPU]))
+
+    baked = bake()
+
+    assert_generated_without_traceback(baked)
+    assert "15063" in baked.output
+    assert "FAIL" in baked.output
+
+
+def test_windows_with_garbage_from_powershell(bake, fake_machine):
+    fake_machine(WINDOWS_11, "Get-CimInstance : Access denied\r\n\x00\xff garbage")
+
+    baked = bake()
+
+    assert_generated_without_traceback(baked)
+    assert "WARN" in baked.output
+
+
+def test_macos_explains_that_directml_is_not_there(bake, fake_machine):
+    fake_machine({"system": "Darwin", "release": "23.5.0", "machine": "arm64", "mac_ver": "14.5"})
+
+    baked = bake()
+
+    assert_generated_without_traceback(baked)
+    assert "macOS" in baked.output
+    assert "MPS" in baked.output
+
+
+def test_hook_notes_that_the_environment_uses_another_python(bake):
+    baked = bake(python_version="3.8")
+
+    assert_generated_without_traceback(baked)
+    assert "Python 3.8" in baked.output

@@ -1,0 +1,87 @@
+"""Run configurations work the moment the folder is opened: every one points at a module or
+path that exists in the baked project, through the project's interpreter, with no absolute path."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+RUN_CONFIGURATIONS = {
+    "Verify install": ("verify_install", ""),
+    "Train": ("train", ""),
+    "Train (synthetic, offline)": ("train", "--dataset synthetic"),
+    "Evaluate": ("evaluate", ""),
+    "Benchmark": ("benchmark", ""),
+}
+ABSOLUTE_PATH = re.compile(r"(^|[\s\"'=])(/[A-Za-z]|[A-Za-z]:[\\/])")
+
+
+@pytest.fixture(scope="module")
+def baked(bake_once):
+    return bake_once(ide="both", project_name="Run config check")
+
+
+def options(configuration) -> dict:
+    return {o.get("name"): o.get("value") for o in configuration.iter("option")}
+
+
+def pycharm_configurations(baked) -> dict:
+    found = {}
+    for relative in sorted(f for f in baked.files() if f.startswith(".run/")):
+        configuration = baked.xml(relative).find("configuration")
+        found[configuration.get("name")] = configuration
+    return found
+
+
+def test_pycharm_has_the_documented_configurations(baked):
+    assert set(pycharm_configurations(baked)) == {*RUN_CONFIGURATIONS, "Tests"}
+
+
+@pytest.mark.parametrize("name", RUN_CONFIGURATIONS)
+def test_pycharm_configuration_runs_an_existing_module_with_the_project_interpreter(baked, name):
+    configuration = pycharm_configurations(baked)[name]
+    values = options(configuration)
+    module, parameters = RUN_CONFIGURATIONS[name]
+
+    assert values["MODULE_MODE"] == "true"
+    assert values["SCRIPT_NAME"] == f"{baked.package}.{module}"
+    assert (baked.path / "src" / baked.package / f"{module}.py").is_file()
+    assert values["PARAMETERS"] == parameters
+    assert values["IS_MODULE_SDK"] == "true" and values["SDK_HOME"] == ""
+    assert values["WORKING_DIRECTORY"] == "$PROJECT_DIR$"
+    assert values["EMULATE_TERMINAL"] == "true"  # tqdm progress bars redraw in place
+    envs = {e.get("name"): e.get("value") for e in configuration.iter("env")}
+    assert envs["PYTHONPATH"] == "$PROJECT_DIR$/src"
+    assert configuration.find("module").get("name") == baked.path.name
+
+
+def test_pycharm_tests_configuration_targets_the_tests_folder(baked):
+    values = options(pycharm_configurations(baked)["Tests"])
+
+    assert values["_new_target"] == '"$PROJECT_DIR$/tests"'
+    assert (baked.path / "tests").is_dir()
+
+
+def test_no_configuration_holds_an_absolute_path(baked):
+    for relative in baked.files():
+        if relative.startswith((".run/", ".vscode/")):
+            assert not ABSOLUTE_PATH.search(baked.read(relative)), relative
+
+
+def test_no_idea_folder_is_shipped(baked):
+    assert not (baked.path / ".idea").exists()
+
+
+def test_vscode_launch_configurations_mirror_pycharm(baked):
+    launch = baked.json(".vscode/launch.json")["configurations"]
+
+    assert {c["name"] for c in launch} == set(RUN_CONFIGURATIONS)
+    for configuration in launch:
+        module, parameters = RUN_CONFIGURATIONS[configuration["name"]]
+        assert configuration["type"] == "debugpy"
+        assert configuration["module"] == f"{baked.package}.{module}"
+        assert " ".join(configuration["args"]) == parameters
+        assert (baked.path / "src" / baked.package / f"{module}.py").is_file()
+    settings = baked.json(".vscode/settings.json")
+    assert settings["python.testing.pytestEnabled"] is True

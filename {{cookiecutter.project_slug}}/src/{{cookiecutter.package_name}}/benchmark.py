@@ -1,0 +1,147 @@
+"""Time a training epoch of LeNet-5 on every available device, side by side.
+
+    python -m <package>.benchmark                 # all devices, 200 batches of 128
+    python -m <package>.benchmark --device cpu --device directml --batches 100
+
+Each device trains the same freshly initialised model on the same synthetic digits (no
+download), with the same training step as ``train``. A few warm-up batches come first (kernel
+selection, memory allocation). The clock stops after a readback of the summed loss: DirectML
+has no ``synchronize``, and a readback waits for all queued work on every backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+
+from . import data, devices, reporting
+from .model import LeNet5, to_device
+from .train import build_optimizer, positive_int, safe_console, train_step
+
+DEFAULT_BATCHES = 200
+DEFAULT_WARMUP = 10
+
+
+@dataclass
+class Timing:
+    option: devices.DeviceOption
+    batches: int
+    samples: int
+    seconds: float = float("nan")
+    error: str = ""
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.samples / self.seconds if self.seconds > 0 else float("nan")
+
+
+def time_epoch(
+    option: devices.DeviceOption,
+    split: data.Split,
+    batch_size: int,
+    warmup: int = DEFAULT_WARMUP,
+) -> Timing:
+    """Train one pass over ``split`` on ``option``'s device and time it; errors are recorded."""
+    timing = Timing(option, data.num_batches(len(split), batch_size), len(split))
+    try:
+        device = option.device
+        torch.manual_seed(0)
+        on_device = split.to(device)
+        model = to_device(LeNet5(), device)  # to the device first, then the optimizer
+        optimizer = build_optimizer("sgd", model.parameters(), 0.01, device.type)
+        loss = torch.zeros((), device=device)
+        for images, labels in data.batches(on_device, batch_size, limit=warmup):
+            loss, _ = train_step(model, optimizer, images, labels)
+        float(loss.item())  # wait for the warm-up to finish
+        start = time.perf_counter()
+        loss_sum = torch.zeros((), device=device)
+        for images, labels in data.batches(on_device, batch_size):
+            batch_loss, _ = train_step(model, optimizer, images, labels)
+            loss_sum += batch_loss
+        float(loss_sum.item())  # the readback is the barrier: all queued work is done
+        timing.seconds = time.perf_counter() - start
+    except Exception as error:  # out of memory, an unsupported operator, a driver error
+        timing.error = devices.one_line(error)
+    return timing
+
+
+def run_benchmark(
+    options: list[devices.DeviceOption],
+    batches: int = DEFAULT_BATCHES,
+    batch_size: int = 128,
+    warmup: int = DEFAULT_WARMUP,
+) -> list[Timing]:
+    split = data.synthetic_digits(batches * batch_size, seed=7)
+    return [time_epoch(option, split, batch_size, warmup) for option in options]
+
+
+def format_timings(timings: list[Timing]) -> str:
+    cpu = [t for t in timings if t.option.kind == "cpu" and not t.error]
+    base = cpu[0].samples_per_s if cpu else None
+    rows = []
+    for t in timings:
+        if t.error:
+            rows.append([t.option.label, t.option.name, "failed", "-", "-"])
+            continue
+        speedup = f"{t.samples_per_s / base:.2f}x" if base else "-"
+        rows.append(
+            [t.option.label, t.option.name, f"{t.seconds:.2f}", f"{t.samples_per_s:,.0f}", speedup]
+        )
+    table = reporting.format_table(["device", "name", "epoch (s)", "samples/s", "vs CPU"], rows)
+    failures = [f"{t.option.label} failed: {t.error}" for t in timings if t.error]
+    return "\n".join([table, *failures])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {__package__ or '<package>'}.benchmark",
+        description="Time one training epoch of LeNet-5 (synthetic digits) on each device.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--batches", type=positive_int, default=DEFAULT_BATCHES, help="batches per epoch"
+    )
+    parser.add_argument("--batch-size", type=positive_int, default=128, help="batch size")
+    parser.add_argument(
+        "--warmup", type=positive_int, default=DEFAULT_WARMUP, help="untimed batches first"
+    )
+    parser.add_argument(
+        "--device",
+        action="append",
+        default=None,
+        help="a device to time (repeat for several; default: every available device)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    safe_console()
+    args = build_parser().parse_args(argv)
+    found = devices.discover()
+    try:
+        options = [devices.choose(r, found) for r in args.device] if args.device else found.options
+    except devices.DeviceNotAvailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for missing in found.warnings():
+        print(f"note: {missing.kind} not used: {missing.reason}")
+    samples = args.batches * args.batch_size
+    print(
+        f"Timing one epoch of {args.batches} batches x {args.batch_size} = {samples} SYNTHETIC "
+        f"digits on {len(options)} device(s), after {args.warmup} warm-up batches ..."
+    )
+    try:
+        timings = run_benchmark(options, args.batches, args.batch_size, args.warmup)
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        return 130
+    print(format_timings(timings))
+    return 1 if all(t.error for t in timings) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Checkpoints that survive crashes, full disks and other programs' files.
+
+- Saving moves every tensor to the CPU first: a checkpoint then loads on any machine, and
+  ``map_location`` set to a DirectML device (which fails) is never needed.
+- Writing is atomic: a temporary file in the same folder, flushed to disk, then ``os.replace``.
+  A crash, Ctrl+C or full disk while writing leaves the previous checkpoint as it was.
+- Loading uses ``torch.load(path, map_location="cpu", weights_only=True)``: only tensors and
+  plain containers are accepted, never arbitrary pickled code. The caller then calls
+  ``load_state_dict`` on the model that is already on its device.
+- A file that is truncated, corrupt or not ours raises CheckpointError with a clear sentence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+
+FORMAT = "lenet5-training-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be used: missing, truncated, corrupt, or not ours."""
+
+
+class CheckpointWriteError(OSError):
+    """Writing failed (disk full, no permission, ...); the previous file is unchanged."""
+
+
+def to_cpu(value: Any) -> Any:
+    """A copy of ``value`` with every tensor detached and on the CPU (dicts, lists, tuples)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return type(value)((k, to_cpu(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_cpu(v) for v in value)
+    return value
+
+
+def _replace(source: Path, target: Path) -> None:
+    # On Windows a virus scanner or indexer may hold the target for a moment: retry briefly.
+    for attempt in range(5):
+        try:
+            os.replace(str(source), str(target))
+            return
+        except PermissionError:
+            if attempt == 4:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it replaces ``path`` in one step."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        _replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    try:
+        with atomic_path(path) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CheckpointWriteError(_write_failure(path, error)) from error
+
+
+def _write_failure(path: Path, error: OSError) -> str:
+    reason = error.strerror or str(error) or type(error).__name__
+    return (
+        f"Could not write {path}: {reason}. The previous {Path(path).name} (if any) is unchanged."
+    )
+
+
+def save_checkpoint(state: dict[str, Any], path: Path) -> None:
+    """Write ``state`` (state dicts, numbers, strings, lists) to ``path`` atomically."""
+    path = Path(path)
+    payload = {"format": FORMAT, "version": VERSION}
+    payload.update(to_cpu(state))
+    try:
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            torch.save(payload, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as error:
+        raise CheckpointWriteError(_write_failure(path, error)) from error
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """The state saved by ``save_checkpoint``, with tensors on the CPU; CheckpointError if the
+    file is missing, truncated, corrupt, or not a checkpoint of this project."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"There is no checkpoint at {path}.")
+    try:
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as error:
+        detail = " ".join(f"{type(error).__name__}: {error}".split())
+        if len(detail) > 200:
+            detail = detail[:197] + "..."
+        raise CheckpointError(
+            f"{path} cannot be read: it is truncated, corrupt or not a PyTorch file ({detail}). "
+            "Delete it, or point to another checkpoint."
+        ) from error
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        kind = type(state).__name__
+        keys = ", ".join(sorted(str(k) for k in state)[:5]) if isinstance(state, dict) else ""
+        raise CheckpointError(
+            f"{path} is a PyTorch file but not a checkpoint written by this project's training "
+            f"(found a {kind}{' with keys ' + keys if keys else ''}). "
+            "Use a best.pt or last.pt from this project's output directory."
+        )
+    if state.get("version") != VERSION:
+        raise CheckpointError(
+            f"{path} has checkpoint version {state.get('version')!r}; this code reads version "
+            f"{VERSION}. Train again, or use the code version that wrote it."
+        )
+    return state
+
+
+def restore_module(module: torch.nn.Module, state_dict: dict[str, Any], path: Path) -> None:
+    """``load_state_dict`` on a module already on its device; CheckpointError on a mismatch."""
+    try:
+        module.load_state_dict(state_dict)
+    except Exception as error:
+        detail = " ".join(str(error).split())[:300]
+        raise CheckpointError(f"{path} holds a different model: {detail}") from error

@@ -1,0 +1,187 @@
+"""GPUs on Linux and WSL2: PCI vendor ids from /sys/class/drm, names from nvidia-smi/rocm-smi.
+
+Standard library only. /sys/class/drm/cardN/device holds ``vendor`` and ``device`` ids, a
+``uevent`` file whose DRIVER= line names the kernel driver (amdgpu, i915, xe, nvidia, nouveau,
+radeon), and for amdgpu ``mem_info_vram_total``.
+nvidia-smi and rocm-smi run only when a card of theirs is present (or, for nvidia-smi, in
+WSL2, which has no DRM cards), each with a timeout. Tests pass a fake tree as ``root`` and
+replace ``run_tool``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from .bounded import CommandResult, describe_error, run_command
+from .gpus import AMD, NVIDIA, Gpu, GpuScan, vendor_name
+
+DRM_ROOT = Path("/sys/class/drm")
+TOOL_TIMEOUT = 5.0
+NVIDIA_SMI_QUERY = [
+    "nvidia-smi",
+    "--query-gpu=name,driver_version,memory.total",
+    "--format=csv,noheader,nounits",
+]
+ROCM_SMI_QUERY = ["rocm-smi", "--showproductname", "--json"]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _hex(text: str) -> int | None:
+    try:
+        return int(text, 16)
+    except ValueError:
+        return None
+
+
+def _uevent_driver(text: str) -> str:
+    """'DRIVER=amdgpu' from a device's uevent file."""
+    for line in text.splitlines():
+        if line.startswith("DRIVER="):
+            return line[len("DRIVER=") :].strip()
+    return ""
+
+
+def drm_gpus(root: Path = DRM_ROOT) -> list[Gpu]:
+    """One Gpu per /sys/class/drm/cardN backed by a PCI device; raises OSError if unreadable."""
+    if not root.is_dir():
+        return []
+    cards = [entry for entry in root.iterdir() if re.fullmatch(r"card\d+", entry.name)]
+    gpus, seen = [], set()
+    for card in sorted(cards, key=lambda entry: int(entry.name[4:])):
+        device = card / "device"
+        vendor = _hex(_read(device / "vendor"))
+        if vendor is None:  # simpledrm/efifb framebuffers: no PCI device behind them
+            continue
+        identity = os.path.realpath(str(device))
+        if identity in seen:
+            continue
+        seen.add(identity)
+        device_id = _hex(_read(device / "device"))
+        driver = _uevent_driver(_read(device / "uevent"))
+        if not driver and (device / "driver").exists():  # the link the uevent line names
+            driver = os.path.basename(os.path.realpath(str(device / "driver")))
+        vram = _read(device / "mem_info_vram_total")
+        gpus.append(
+            Gpu(
+                name=f"{vendor_name(vendor)} GPU 0x{device_id or 0:04x}",
+                vendor_id=vendor,
+                device_id=device_id,
+                dedicated_memory=int(vram) if vram.isdigit() else None,
+                driver=driver,
+                source=f"/sys/class/drm/{card.name}",
+            )
+        )
+    return gpus
+
+
+def run_tool(args: list[str], timeout: float) -> CommandResult:
+    return run_command(args, timeout)
+
+
+def parse_nvidia_smi(text: str) -> list[Gpu]:
+    """'NVIDIA GeForce RTX 3080, 535.183.01, 10240' per line (memory in MiB). Raises ValueError."""
+    gpus = []
+    for line in text.strip().splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) < 3 or not fields[0]:
+            raise ValueError(f"unexpected line {line!r}")
+        memory = int(fields[2]) * 2**20 if fields[2].isdigit() else None
+        gpus.append(
+            Gpu(
+                name=fields[0],
+                vendor_id=NVIDIA,
+                dedicated_memory=memory,
+                driver="nvidia",
+                driver_version=fields[1],
+                source="nvidia-smi",
+            )
+        )
+    return gpus
+
+
+def parse_rocm_smi(text: str) -> list[Gpu]:
+    """rocm-smi --showproductname --json: {"card0": {"Card Series": ..., "GFX Version": ...}}."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    gpus = []
+    for card, fields in sorted(data.items()):
+        if not (card.startswith("card") and isinstance(fields, dict)):
+            continue
+        values = {key.lower(): str(value) for key, value in fields.items()}
+        name = values.get("card series") or values.get("card model") or card
+        gfx = values.get("gfx version", "")
+        gpus.append(
+            Gpu(
+                name=f"{name} ({gfx})" if gfx else name,
+                vendor_id=AMD,
+                driver="amdgpu",
+                source="rocm-smi",
+            )
+        )
+    return gpus
+
+
+def _tool_gpus(args: list[str], parse, timeout: float) -> tuple[list[Gpu], str]:
+    result = run_tool(args, timeout)
+    if result.problem:
+        return [], result.problem
+    if result.returncode != 0:
+        detail = " ".join((result.stderr or result.stdout).split())[:160] or "no output"
+        return [], f"{args[0]} exited with {result.returncode}: {detail}"
+    try:
+        return parse(result.stdout), ""
+    except ValueError as error:
+        return [], f"unreadable output from {args[0]} ({error})"
+
+
+def _named(cards: list[Gpu], named: list[Gpu]) -> list[Gpu]:
+    """Give the DRM cards of one vendor the names a vendor tool reported, in order."""
+    if len(cards) != len(named):
+        return named or cards
+    return [
+        replace(
+            tool,
+            device_id=card.device_id,
+            dedicated_memory=tool.dedicated_memory or card.dedicated_memory,
+        )
+        for card, tool in zip(cards, named)
+    ]
+
+
+def scan(root: Path = DRM_ROOT, timeout: float = TOOL_TIMEOUT, wsl: bool = False) -> GpuScan:
+    problems = []
+    try:
+        cards = drm_gpus(root)
+    except OSError as error:
+        cards = []
+        problems.append(f"{root}: {describe_error(error)}")
+    nvidia = [gpu for gpu in cards if gpu.vendor_id == NVIDIA]
+    amd = [gpu for gpu in cards if gpu.vendor_id == AMD]
+    others = [gpu for gpu in cards if gpu.vendor_id not in (NVIDIA, AMD)]
+    source = str(root) if cards else ""
+    if any(gpu.driver == "nvidia" for gpu in nvidia) or (wsl and not cards):
+        named, problem = _tool_gpus(NVIDIA_SMI_QUERY, parse_nvidia_smi, timeout)
+        if problem and nvidia:  # in WSL2 without an NVIDIA GPU, no nvidia-smi is normal
+            problems.append(f"nvidia-smi: {problem}")
+        if named:
+            nvidia = _named(nvidia, named)
+            source = f"{source} + nvidia-smi" if source else "nvidia-smi"
+    if any(gpu.driver == "amdgpu" for gpu in amd):
+        named, problem = _tool_gpus(ROCM_SMI_QUERY, parse_rocm_smi, timeout)
+        if problem and "not found" not in problem:  # ROCm's tools are optional
+            problems.append(f"rocm-smi: {problem}")
+        if named:
+            amd = _named(amd, named)
+            source = f"{source} + rocm-smi"
+    return GpuScan(nvidia + amd + others, source, problems)

@@ -1,0 +1,158 @@
+"""Checkpoints: CPU tensors, atomic writes, safe loading, clear errors for bad files."""
+
+from __future__ import annotations
+
+import errno
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from {{ cookiecutter.package_name }} import (
+    checkpoints,
+)
+from {{ cookiecutter.package_name }}.model import (
+    LeNet5,
+)
+
+
+def sample_state():
+    torch.manual_seed(0)
+    model = LeNet5()
+    return {
+        "model": model.state_dict(),
+        "history": [{"epoch": 1, "val_accuracy": 0.9}],
+        "rng": {"generator": torch.Generator().manual_seed(1).get_state()},
+        "note": "text",
+    }
+
+
+def test_round_trip_keeps_every_tensor_and_value(tmp_path):
+    state = sample_state()
+    path = tmp_path / "last.pt"
+    checkpoints.save_checkpoint(state, path)
+    loaded = checkpoints.load_checkpoint(path)
+    assert loaded["format"] == checkpoints.FORMAT and loaded["version"] == checkpoints.VERSION
+    assert loaded["history"] == state["history"] and loaded["note"] == "text"
+    for key, tensor in state["model"].items():
+        assert loaded["model"][key].device.type == "cpu"
+        assert torch.equal(loaded["model"][key], tensor)
+    assert torch.equal(loaded["rng"]["generator"], state["rng"]["generator"])
+    model = LeNet5()
+    checkpoints.restore_module(model, loaded["model"], path)
+    assert torch.equal(model.fc3.weight, state["model"]["fc3.weight"])
+
+
+def good_checkpoint(tmp_path):
+    path = tmp_path / "last.pt"
+    checkpoints.save_checkpoint(sample_state(), path)
+    return path, path.read_bytes()
+
+
+def leftovers(folder: Path):
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_a_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    path, before = good_checkpoint(tmp_path)
+
+    def full_disk(obj, handle):
+        handle.write(b"PK\x03\x04 half a checkpoint")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoints.torch, "save", full_disk)
+    with pytest.raises(checkpoints.CheckpointWriteError, match="No space left on device") as caught:
+        checkpoints.save_checkpoint({"model": {}}, path)
+    assert "previous last.pt" in str(caught.value) and "unchanged" in str(caught.value)
+    assert path.read_bytes() == before
+    assert leftovers(tmp_path) == []
+    monkeypatch.undo()
+    assert checkpoints.load_checkpoint(path)["note"] == "text"
+
+
+def test_ctrl_c_while_writing_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    path, before = good_checkpoint(tmp_path)
+
+    def interrupted(obj, handle):
+        handle.write(b"partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoints.torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoints.save_checkpoint({"model": {}}, path)
+    assert path.read_bytes() == before and leftovers(tmp_path) == []
+
+
+def test_a_truncated_checkpoint_is_a_clear_error(tmp_path):
+    path, data = good_checkpoint(tmp_path)
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(
+        checkpoints.CheckpointError, match="truncated, corrupt or not a PyTorch file"
+    ):
+        checkpoints.load_checkpoint(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint at all\n" * 10])
+def test_garbage_is_a_clear_error(tmp_path, content):
+    path = tmp_path / "last.pt"
+    path.write_bytes(content)
+    with pytest.raises(checkpoints.CheckpointError, match=re.escape(str(path))):
+        checkpoints.load_checkpoint(path)
+
+
+def test_a_foreign_pytorch_file_is_recognised(tmp_path):
+    path = tmp_path / "model.pt"
+    torch.save(LeNet5().state_dict(), path)  # what most tutorials save
+    with pytest.raises(
+        checkpoints.CheckpointError, match="not a checkpoint written by this project"
+    ):
+        checkpoints.load_checkpoint(path)
+
+
+def test_a_checkpoint_of_another_version_is_refused(tmp_path):
+    path = tmp_path / "old.pt"
+    torch.save({"format": checkpoints.FORMAT, "version": 999}, path)
+    with pytest.raises(checkpoints.CheckpointError, match="version 999"):
+        checkpoints.load_checkpoint(path)
+
+
+class Payload:
+    """A pickle that would create a file when loaded without weights_only."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_loading_never_runs_code_from_the_file(tmp_path):
+    marker = tmp_path / "code-ran"
+    path = tmp_path / "evil.pt"
+    torch.save({"format": checkpoints.FORMAT, "version": 1, "x": Payload(marker)}, path)
+    with pytest.raises(checkpoints.CheckpointError):
+        checkpoints.load_checkpoint(path)
+    assert not marker.exists()
+    pickle.loads(pickle.dumps(Payload(marker)))  # the payload is real: plain pickle runs it
+    assert marker.exists()
+
+
+def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(checkpoints.CheckpointError, match="There is no checkpoint at"):
+        checkpoints.load_checkpoint(tmp_path / "nothing.pt")
+
+
+def test_weights_of_another_model_are_refused(tmp_path):
+    model = LeNet5()
+    wrong = torch.nn.Linear(3, 2).state_dict()
+    with pytest.raises(checkpoints.CheckpointError, match="holds a different model"):
+        checkpoints.restore_module(model, wrong, tmp_path / "x.pt")
+
+
+def test_to_cpu_copies_nested_containers():
+    value = {"a": [torch.ones(2, requires_grad=True), (torch.zeros(1), 3)], "b": "s"}
+    moved = checkpoints.to_cpu(value)
+    assert moved["a"][0].requires_grad is False and isinstance(moved["a"][1], tuple)
+    assert moved["b"] == "s"

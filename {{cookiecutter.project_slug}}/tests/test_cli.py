@@ -1,0 +1,184 @@
+"""The command lines as a user meets them: help, errors without tracebacks, whole runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from {{ cookiecutter.package_name }} import (
+    benchmark,
+    checkpoints,
+    devices,
+    evaluate,
+    train,
+)
+
+
+def run_train(capsys, *args):
+    code = train.main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_help_states_the_defaults(capsys):
+    with pytest.raises(SystemExit) as caught:
+        train.main(["--help"])
+    assert caught.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for option in (
+        "--epochs",
+        "--batch-size",
+        "--lr",
+        "--optimizer",
+        "--seed",
+        "--device",
+        "--data-dir",
+        "--dataset",
+        "--output-dir",
+        "--resume",
+        "--dry-run",
+        "--log-interval",
+    ):
+        assert option in text
+    assert "number of epochs (default: 5)" in text
+    assert "training batch size (default: 128)" in text
+    assert "0.05 for sgd" in text and "(default: runs)" in text and "(default: auto)" in text
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--epochs", "0"], "must be at least 1"),
+        (["--batch-size", "many"], "is not a whole number"),
+        (["--lr", "-1"], "must be a positive number"),
+        (["--lr", "nan"], "must be a positive number"),
+        (["--optimizer", "lbfgs"], "invalid choice"),
+        (["--dataset", "cifar"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_sentence(capsys, args, expected):
+    with pytest.raises(SystemExit) as caught:
+        train.main(args)
+    assert caught.value.code == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_unknown_device_names_what_is_available(capsys, cpu_only, tmp_path):
+    code, _, err = run_train(
+        capsys, "--device", "cuda:3", "--dataset", "synthetic", "--output-dir", str(tmp_path)
+    )
+    assert code == 2
+    assert "error: Device 'cuda:3' is not available" in err and "Available: cpu (" in err
+
+
+def test_mnist_offline_explains_how_to_get_it(capsys, cpu_only, offline, tmp_path):
+    code, _, err = run_train(
+        capsys, "--data-dir", str(tmp_path / "data"), "--output-dir", str(tmp_path / "runs")
+    )
+    assert code == 2
+    assert (
+        "could not be downloaded" in err
+        and ".data --data-dir" in err
+        and "--dataset synthetic" in err
+    )
+
+
+def test_resume_without_a_run_is_a_clear_error(capsys, cpu_only, tmp_path):
+    code, _, err = run_train(capsys, "--resume", "--output-dir", str(tmp_path))
+    assert code == 2 and "Nothing to resume" in err
+
+
+def test_resume_from_a_corrupt_checkpoint_is_a_clear_error(capsys, cpu_only, tmp_path):
+    (tmp_path / "last.pt").write_bytes(b"\x00garbage" * 100)
+    code, _, err = run_train(capsys, "--resume", "--output-dir", str(tmp_path))
+    assert code == 2 and "truncated, corrupt or not a PyTorch file" in err
+
+
+def test_an_unwritable_output_directory_is_a_clear_error(capsys, cpu_only, tmp_path):
+    blocker = tmp_path / "runs"
+    blocker.write_text("a file where the directory should be")
+    code, _, err = run_train(capsys, "--dataset", "synthetic", "--output-dir", str(blocker / "x"))
+    assert code == 2 and "Cannot write to the output directory" in err and "--output-dir" in err
+
+
+def test_dry_run_trains_a_few_batches_and_saves_nothing(
+    capsys, cpu_only, small_synthetic, tmp_path
+):
+    out = tmp_path / "runs"
+    code, text, _ = run_train(
+        capsys, "--dataset", "synthetic", "--dry-run", "--output-dir", str(out)
+    )
+    assert code == 0
+    assert "dry run : 3 batches" in text and "epoch 1/1" in text and "SYNTHETIC" in text
+    assert not out.exists()
+
+
+def test_train_evaluate_and_resume_from_the_command_line(
+    capsys, cpu_only, small_synthetic, tmp_path
+):
+    out = str(tmp_path / "runs")
+    code, text, _ = run_train(
+        capsys, "--dataset", "synthetic", "--epochs", "2", "--output-dir", out
+    )
+    assert code == 0
+    assert "device  : cpu" in text and "SYNTHETIC digits" in text
+    assert "epoch 2/2" in text and "samples/s" in text and "test accuracy" in text
+    for name in ("metrics.csv", "metrics.json", "curves.png", "last.pt", "best.pt"):
+        assert (tmp_path / "runs" / name).is_file(), name
+
+    code, text, _ = run_train(capsys, "--resume", "--epochs", "9", "--output-dir", out)
+    assert code == 0
+    assert "ignored: --epochs" in text and "This run is complete" in text
+
+    assert evaluate.main(["--output-dir", out]) == 0
+    text = capsys.readouterr().out
+    assert "Test accuracy" in text and "SYNTHETIC" in text and "digit" in text
+    assert (tmp_path / "runs" / "confusion_matrix.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_evaluate_without_a_checkpoint_says_to_train_first(capsys, cpu_only, tmp_path):
+    assert evaluate.main(["--output-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "No checkpoint in" in err and ".train --output-dir" in err
+
+
+def test_evaluate_a_corrupt_checkpoint(capsys, cpu_only, tmp_path):
+    (tmp_path / "best.pt").write_bytes(b"")
+    assert evaluate.main(["--output-dir", str(tmp_path)]) == 2
+    assert "cannot be read" in capsys.readouterr().err
+
+
+def test_benchmark_prints_a_table_with_the_speed_up(capsys, cpu_only):
+    assert benchmark.main(["--batches", "3", "--batch-size", "32", "--warmup", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "samples/s" in text and "vs CPU" in text and "1.00x" in text and "SYNTHETIC" in text
+
+
+def test_benchmark_reports_a_failing_device_and_goes_on(cpu_discovery):
+    import torch
+
+    broken = devices.DeviceOption("directml", 0, "Broken GPU", torch.device("meta"), {})
+    timings = benchmark.run_benchmark(
+        [cpu_discovery.options[0], broken], batches=2, batch_size=16, warmup=1
+    )
+    assert timings[0].seconds > 0 and not timings[0].error
+    assert timings[1].error
+    table = benchmark.format_timings(timings)
+    assert "failed" in table and "1.00x" in table
+
+
+def test_benchmark_rejects_an_unknown_device(capsys, cpu_only):
+    assert benchmark.main(["--device", "mps"]) == 2
+    assert "not available" in capsys.readouterr().err
+
+
+def test_python_m_train_exits_2_on_a_user_error(run_module, tmp_path):
+    done = run_module(
+        "train", "--device", "no-such-device", "--dataset", "synthetic", "--dry-run", cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert "Unknown device 'no-such-device'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_checkpoint_written_by_train_loads_safely(trained_run):
+    assert checkpoints.load_checkpoint(trained_run / "best.pt")["config"]["dataset"] == "synthetic"

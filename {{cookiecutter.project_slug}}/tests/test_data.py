@@ -1,0 +1,128 @@
+"""Data on the device: synthetic digits, MNIST through torchvision, batching and shuffling."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from {{ cookiecutter.package_name }} import (
+    data,
+)
+
+
+def test_synthetic_digits_look_like_mnist():
+    split = data.synthetic_digits(500, seed=0)
+    assert split.images.shape == (500, 1, 28, 28) and split.images.dtype == torch.uint8
+    assert split.labels.dtype == torch.int64
+    assert torch.bincount(split.labels, minlength=10).tolist() == [50] * 10  # balanced
+    assert split.images.max() >= 200 and split.images.min() == 0  # white strokes on black
+    ink = split.images.float() / 255
+    assert 0.08 < ink.mean() < 0.2  # MNIST: 0.13
+    assert (split.images[:, :, :2, :] == 0).float().mean() > 0.95  # empty margins
+
+
+def test_synthetic_digits_are_deterministic_from_the_seed():
+    a, b = data.synthetic_digits(200, seed=11), data.synthetic_digits(200, seed=11)
+    c = data.synthetic_digits(200, seed=12)
+    assert torch.equal(a.images, b.images) and torch.equal(a.labels, b.labels)
+    assert not torch.equal(a.images, c.images)
+
+
+def test_synthetic_digits_of_one_class_vary():
+    split = data.synthetic_digits(400, seed=1)
+    sevens = split.images[split.labels == 7].float()
+    assert len(sevens) == 40
+    assert len({bytes(img.to(torch.uint8).numpy().tobytes()) for img in sevens}) == 40
+    assert (sevens - sevens.mean(0)).abs().mean() > 10  # not one template with noise
+
+
+def test_synthetic_dataset_is_labelled_and_split(tiny_dataset):
+    assert tiny_dataset.synthetic and tiny_dataset.name == "synthetic"
+    assert "SYNTHETIC" in tiny_dataset.description and "not MNIST" in tiny_dataset.description
+    sizes = len(tiny_dataset.train), len(tiny_dataset.val), len(tiny_dataset.test)
+    assert sizes == (1382, 154, 512)
+
+
+def test_validation_split_is_disjoint_and_fixed():
+    images = torch.arange(100, dtype=torch.uint8).reshape(100, 1, 1, 1).expand(100, 1, 28, 28)
+    labels = torch.arange(100)
+    train, val = data.split_off_validation(images, labels, 10)
+    again_train, again_val = data.split_off_validation(images, labels, 10)
+    assert len(train) == 90 and len(val) == 10
+    assert set(train.labels.tolist()).isdisjoint(val.labels.tolist())
+    assert set(train.labels.tolist()) | set(val.labels.tolist()) == set(range(100))
+    assert torch.equal(val.labels, again_val.labels)
+    assert torch.equal(train.images[:, 0, 0, 0].long(), train.labels)  # images stay with labels
+    with pytest.raises(ValueError):
+        data.split_off_validation(images, labels, 100)
+
+
+def test_batches_are_views_that_cover_the_split_once():
+    split = data.synthetic_digits(300, seed=2)
+    batches = list(data.batches(split, 128))
+    assert [len(labels) for _, labels in batches] == [128, 128, 44]
+    assert torch.equal(torch.cat([labels for _, labels in batches]), split.labels)
+    storage = split.images.untyped_storage().data_ptr()
+    assert all(images.untyped_storage().data_ptr() == storage for images, _ in batches)  # no copies
+    resumed = list(data.batches(split, 128, start=1, limit=1))
+    assert len(resumed) == 1 and torch.equal(resumed[0][1], split.labels[128:256])
+
+
+def test_shuffle_is_a_permutation_drawn_from_the_cpu_generator():
+    split = data.synthetic_digits(256, seed=3)
+    generator = torch.Generator().manual_seed(0)
+    first, second = data.shuffled(split, generator), data.shuffled(split, generator)
+    assert not torch.equal(first.labels, split.labels)
+    assert not torch.equal(first.labels, second.labels)  # a new order every epoch
+    assert torch.equal(first.labels.sort().values, split.labels.sort().values)
+    # images travel with their labels: find each shuffled image in the original
+    index = {bytes(img.numpy().tobytes()): int(lab) for img, lab in zip(split.images, split.labels)}
+    assert all(
+        index[bytes(img.numpy().tobytes())] == int(lab)
+        for img, lab in zip(first.images, first.labels)
+    )
+    replay = data.shuffled(split, torch.Generator().manual_seed(0))
+    assert torch.equal(replay.labels, first.labels)  # reproducible from the generator state
+
+
+def test_model_input_is_normalised_float32():
+    images = torch.tensor([0, 255], dtype=torch.uint8).reshape(2, 1, 1, 1).expand(2, 1, 28, 28)
+    x = data.to_model_input(images, torch.device("cpu"))
+    assert x.dtype == torch.float32 and x.shape == (2, 1, 28, 28)
+    low, high = x[0, 0, 0, 0].item(), x[1, 0, 0, 0].item()
+    assert low == pytest.approx(-data.MNIST_MEAN / data.MNIST_STD, abs=1e-5)
+    assert high == pytest.approx((1 - data.MNIST_MEAN) / data.MNIST_STD, abs=1e-5)
+    assert images.dtype == torch.uint8  # the stored data is untouched
+
+
+def test_mnist_is_read_through_torchvision(tmp_path, offline, monkeypatch):
+    """Files in data/MNIST/raw are read by torchvision itself, without any network."""
+    train, test = data.synthetic_digits(120, seed=4), data.synthetic_digits(40, seed=5)
+    data.write_mnist_raw(tmp_path, train, test)
+    loaded_train, loaded_test = data.load_mnist(tmp_path)
+    assert torch.equal(loaded_train.images, train.images)
+    assert torch.equal(loaded_test.labels, test.labels)
+    monkeypatch.setattr(data, "MNIST_VALIDATION_SIZE", 20)
+    dataset = data.load_dataset("mnist", tmp_path)
+    assert dataset.name == "mnist" and not dataset.synthetic and "MNIST" in dataset.description
+    assert (len(dataset.train), len(dataset.val), len(dataset.test)) == (100, 20, 40)
+
+
+def test_missing_mnist_offline_says_how_to_get_it(tmp_path, offline):
+    with pytest.raises(data.MNISTUnavailable) as caught:
+        data.load_mnist(tmp_path / "data")
+    message = str(caught.value)
+    assert str(tmp_path / "data" / "MNIST" / "raw") in message
+    assert f"python -m {data.__package__}.data --data-dir" in message
+    assert "train-images-idx3-ubyte.gz" in message and "t10k-labels-idx1-ubyte.gz" in message
+    assert "--dataset synthetic" in message
+    # the underlying reason (torchvision's wording varies by version), all on one line
+    assert "could not be downloaded (" in message
+    assert "network is unreachable" in message or "Error downloading" in message
+    assert "\n" not in message
+
+
+def test_dataset_moves_to_a_device_as_uint8(tiny_dataset):
+    moved = tiny_dataset.to(torch.device("cpu"))
+    assert moved.train.images.dtype == torch.uint8
+    assert moved.description == tiny_dataset.description

@@ -1,0 +1,269 @@
+"""Device discovery and choice, with fake backends for every failure a user can meet.
+
+The fakes stand in for torch_directml and the native backends; the decision logic
+(fallback order, reasons, discrete over integrated, error messages) is the real code.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from {{ cookiecutter.package_name }} import (
+    devices,
+)
+
+CPU = torch.device("cpu")
+BROKEN = torch.device("meta")  # computes nothing: a smoke test on it fails
+
+
+class FakeDirectML:
+    """The torch_directml 0.2.5 functions devices.py uses, for a list of adapters."""
+
+    def __init__(self, adapters, available=True, float64=False):
+        self.adapters = adapters  # [(name, torch.device)]
+        self.available = available
+        self.float64 = float64
+
+    def is_available(self):
+        if isinstance(self.available, Exception):
+            raise self.available
+        return self.available
+
+    def device_count(self):
+        return len(self.adapters)
+
+    def device_name(self, index):
+        return self.adapters[index][0]
+
+    def device(self, index=None):
+        if index is None or not 0 <= index < len(self.adapters):
+            raise Exception("invalid device index")  # what the real module raises
+        return self.adapters[index][1]
+
+    def has_float64_support(self, index):
+        return self.float64
+
+
+def directml_probe(fake=None, error=None):
+    """A probe_directml that loads ``fake`` or fails to import with ``error``."""
+
+    def load():
+        if error is not None:
+            raise error
+        return fake
+
+    def probe_directml():
+        return devices.probe_directml(load=load)
+
+    return probe_directml
+
+
+def discovery_with(directml_probe_fn, *others):
+    return devices.discover(probes=[*others, directml_probe_fn, devices.probe_cpu])
+
+
+LIBD3D12 = OSError("libd3d12.so: cannot open shared object file: No such file or directory")
+
+
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        (LIBD3D12, "OSError: libd3d12.so: cannot open shared object file"),
+        (ImportError("DLL load failed while importing torch_directml_native"), "ImportError: DLL"),
+        (RuntimeError("Unknown error -2107306512"), "RuntimeError: Unknown error -2107306512"),
+    ],
+)
+def test_directml_that_fails_to_load_falls_back_to_cpu_with_the_reason(error, expected):
+    found = discovery_with(directml_probe(error=error))
+    assert devices.choose("auto", found).kind == "cpu"
+    (missing,) = [u for u in found.unavailable if u.kind == "directml"]
+    assert missing.reason.startswith("torch_directml failed to load: ")
+    assert expected in missing.reason
+    assert "\n" not in missing.reason
+    assert missing in found.warnings()  # installed but broken: worth a line at start-up
+
+
+def test_is_available_raising_is_a_reason_not_a_crash():
+    fake = FakeDirectML(
+        [("AMD Radeon RX 6600", CPU)], available=RuntimeError("Unknown error -2107306512")
+    )
+    found = discovery_with(directml_probe(fake))
+    assert [o.kind for o in found.options] == ["cpu"]
+    assert "Unknown error -2107306512" in found.unavailable[0].reason
+
+
+def test_no_adapter_is_a_reason():
+    found = discovery_with(directml_probe(FakeDirectML([], available=False)))
+    assert [o.kind for o in found.options] == ["cpu"]
+    assert "is_available() is False" in found.unavailable[0].reason
+
+
+def test_adapter_that_fails_the_smoke_test_is_skipped_and_the_other_used():
+    fake = FakeDirectML([("NVIDIA GeForce GTX 1060", BROKEN), ("Intel(R) UHD Graphics 630", CPU)])
+    found = discovery_with(directml_probe(fake))
+    option = devices.choose("auto", found)
+    assert (option.kind, option.index, option.name) == ("directml", 1, "Intel(R) UHD Graphics 630")
+    (failed,) = found.unavailable
+    assert failed.reason.startswith("directml:0 (NVIDIA GeForce GTX 1060) failed a smoke test")
+    with pytest.raises(devices.DeviceNotAvailable, match="failed a smoke test"):
+        devices.choose("directml:0", found)
+
+
+def test_auto_prefers_the_discrete_adapter_whatever_its_index():
+    fake = FakeDirectML(
+        [
+            ("Intel(R) UHD Graphics 770", CPU),
+            ("Microsoft Basic Render Driver", CPU),
+            ("AMD Radeon RX 7800 XT", CPU),
+        ],
+        float64=True,
+    )
+    found = discovery_with(directml_probe(fake))
+    assert [o.label for o in found.options] == ["directml:2", "directml:0", "directml:1", "cpu"]
+    best = devices.choose("auto", found)
+    assert best.name == "AMD Radeon RX 7800 XT" and best.details["float64"] is True
+    assert devices.choose("directml", found).index == 2
+    assert devices.choose("directml:0", found).name == "Intel(R) UHD Graphics 770"
+    assert devices.choose("DML:1", found).name == "Microsoft Basic Render Driver"
+
+
+@pytest.mark.parametrize(
+    "name, rank",
+    [
+        ("NVIDIA GeForce RTX 4070 Laptop GPU", 2),
+        ("AMD Radeon RX 6700 XT", 2),
+        ("AMD Radeon Pro W6800", 2),
+        ("Intel(R) Arc(TM) A770 Graphics", 2),
+        ("Intel(R) Arc(TM) B580 Graphics", 2),
+        ("Intel(R) UHD Graphics 620", 0),
+        ("Intel(R) Iris(R) Xe Graphics", 0),
+        ("Intel(R) Arc(TM) Graphics", 0),
+        ("Intel(R) Arc(TM) 140V GPU (16GB)", 0),
+        ("AMD Radeon(TM) Graphics", 0),
+        ("AMD Radeon 780M Graphics", 0),
+        ("AMD Radeon(TM) Vega 8 Graphics", 0),
+        ("Qualcomm(R) Adreno(TM) X1-85 GPU", 0),
+        ("Some Future GPU 9000", 1),
+        ("Microsoft Basic Render Driver", -1),
+    ],
+)
+def test_adapter_rank_tells_discrete_from_integrated(name, rank):
+    assert devices.adapter_rank(name) == rank
+
+
+def test_directml_reports_float64_support():
+    found = discovery_with(
+        directml_probe(FakeDirectML([("AMD Radeon RX 580", CPU)], float64=False))
+    )
+    assert devices.choose("directml", found).details["float64"] is False
+
+
+def fake_native(kind, name):
+    def probe():
+        return [devices.DeviceOption(kind, 0, name, CPU, {"float64": True})], []
+
+    probe.__name__ = f"probe_{kind}"
+    return probe
+
+
+def test_native_backends_come_before_directml():
+    fake = FakeDirectML([("NVIDIA GeForce RTX 3060", CPU)])
+    found = discovery_with(directml_probe(fake), fake_native("cuda", "NVIDIA GeForce RTX 3060"))
+    assert [o.kind for o in found.options] == ["cuda", "directml", "cpu"]
+    assert devices.choose("auto", found).kind == "cuda"
+    assert devices.choose("rocm", found).kind == "cuda"
+    assert devices.choose("directml", found).kind == "directml"
+
+
+def test_a_probe_that_crashes_becomes_a_reason():
+    def probe_xpu():
+        raise RuntimeError("driver exploded")
+
+    found = devices.discover(probes=[probe_xpu, devices.probe_cpu])
+    assert [o.kind for o in found.options] == ["cpu"]
+    assert found.unavailable[0].kind == "xpu"
+    assert "RuntimeError: driver exploded" in found.unavailable[0].reason
+
+
+@pytest.mark.parametrize("request_", ["cuda", "cuda:0", "xpu", "mps", "directml", "directml:1"])
+def test_asking_for_a_missing_device_names_what_is_available(request_):
+    found = discovery_with(directml_probe(error=LIBD3D12))
+    with pytest.raises(devices.DeviceNotAvailable) as caught:
+        devices.choose(request_, found)
+    message = str(caught.value)
+    assert f"'{request_}' is not available" in message
+    assert "Available: cpu (" in message
+    if request_.startswith("directml"):
+        assert "libd3d12.so" in message  # and why not
+
+
+@pytest.mark.parametrize("request_", ["gpu", "cuda:x", "auto:1", ""])
+def test_an_unknown_device_name_is_a_clear_error(request_):
+    with pytest.raises(devices.DeviceNotAvailable, match="Available: cpu"):
+        devices.choose(request_, devices.discover(probes=[devices.probe_cpu]))
+
+
+def test_explicit_cpu_is_always_there():
+    found = discovery_with(directml_probe(error=LIBD3D12))
+    assert devices.choose(" CPU ", found).device == torch.device("cpu")
+
+
+def test_real_discovery_on_this_machine_never_raises():
+    found = devices.discover()
+    assert found.options[-1].kind == "cpu"
+    kinds = {u.kind for u in found.unavailable} | {o.kind for o in found.options}
+    assert {"cuda", "xpu", "mps", "directml", "cpu"} <= kinds
+    for missing in found.unavailable:
+        assert missing.reason and "\n" not in missing.reason
+    chosen = devices.choose("auto", found)
+    devices.smoke_test(chosen.device)
+
+
+# The first look at DirectML runs in a child process: these fakes of torch_directml fail the
+# ways real installs do, including crashing or hanging the whole process.
+FAKE_MODULES = {
+    "oserror": "raise OSError('libd3d12.so: cannot open shared object file: No such file')",
+    "crash": "import os\nos.abort()",
+    "hang": "import time\ntime.sleep(60)",
+    "raising": "def is_available():\n    raise RuntimeError('Unknown error -2107306512')",
+}
+
+
+@pytest.fixture
+def fake_torch_directml(tmp_path, monkeypatch):
+    def install(kind):
+        folder = tmp_path / kind
+        folder.mkdir()
+        (folder / "torch_directml.py").write_text(textwrap.dedent(FAKE_MODULES[kind]) + "\n")
+        monkeypatch.setenv("PYTHONPATH", str(folder))
+
+    return install
+
+
+def test_child_probe_reports_an_import_failure(fake_torch_directml):
+    fake_torch_directml("oserror")
+    reason = devices._probe_directml_in_child(timeout=60)
+    assert reason.startswith("torch_directml failed to load: OSError: libd3d12.so")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="os.abort opens an error dialog on Windows")
+def test_child_probe_survives_a_crash(fake_torch_directml):
+    fake_torch_directml("crash")
+    reason = devices._probe_directml_in_child(timeout=60)
+    assert reason.startswith("the DirectML check crashed (exit code ")
+
+
+def test_child_probe_gives_up_on_a_hang(fake_torch_directml):
+    fake_torch_directml("hang")
+    reason = devices._probe_directml_in_child(timeout=2)
+    assert "did not finish within 2 s" in reason
+
+
+def test_child_probe_reports_is_available_raising(fake_torch_directml):
+    fake_torch_directml("raising")
+    reason = devices._probe_directml_in_child(timeout=120)
+    assert reason == "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"

@@ -1,0 +1,371 @@
+"""The documentation tells the truth about this project.
+
+Every ``python -m`` command and every project file the READMEs and docs name exists; the links
+between documents (and their #anchors) resolve; the run configurations in the README are the
+ones in ``.run/`` and ``.vscode/``; the messages quoted in Troubleshooting are the program's
+own; the English and Chinese READMEs say the same things; and the checks that docs/directml.md
+quotes still agree with it on this machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import {{ cookiecutter.package_name }} as package
+from {{ cookiecutter.package_name }}.reports import decode
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = package.__name__
+SOURCES = Path(package.__file__).resolve().parent
+DOCUMENTS = ["README.md", "README.zh-CN.md", "docs/directml.md", "docs/workshop.md"]
+# Folders and files that the commands create: named in the docs, absent from a fresh project.
+OUTPUTS = ("data", "runs", "reports", "wheelhouse", ".venv", "build")
+PROJECT_FOLDERS = ("docs", "src", "tests", "tools", ".run", ".vscode", ".github")
+PROJECT_FILES = {
+    "README.md",
+    "README.zh-CN.md",
+    "pyproject.toml",
+    "environment.yml",
+    "requirements.txt",
+    ".gitignore",
+    "LICENSE",
+}
+OTHER_MODULES = {"pip", "venv", "pytest"}  # python -m ... that is not this package
+COMMANDS = {"python", "pip", "pytest", "conda", "py", "set", "source", ".venv\\Scripts\\activate"}
+ELLIPSIS = "..."
+
+
+def read(relative: str) -> str:
+    return (ROOT / relative).read_text(encoding="utf-8")
+
+
+def code_spans(text: str, commands_only: bool = False) -> list:
+    """Inline code and the lines of fenced code blocks (with ``commands_only``, only the lines
+    that are commands, not the program output that some blocks quote)."""
+    fenced = re.findall(r"(?ms)^```[^\n]*\n(.*?)^```", text)
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"(?ms)^```.*?^```", "", text))
+    lines = [line for block in fenced for line in block.splitlines()]
+    if commands_only:
+        lines = [line for line in lines if line.split(" ")[0] in COMMANDS]
+    return inline + lines
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to dashes."""
+    text = re.sub(r"[`*_]{2,}|`", "", heading.strip()).lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(text: str) -> set:
+    found, seen = set(), {}
+    for heading in re.findall(r"(?m)^#{1,6} (.+)$", re.sub(r"(?ms)^```.*?^```", "", text)):
+        anchor = github_anchor(heading)
+        count = seen.get(anchor, 0)
+        seen[anchor] = count + 1
+        found.add(anchor if count == 0 else f"{anchor}-{count}")
+    return found
+
+
+def links(text: str) -> list:
+    return re.findall(r"\]\(([^)\s]+)\)", re.sub(r"(?ms)^```.*?^```", "", text))
+
+
+# ---------------------------------------------------------------------- files and commands
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_document_exists(document):
+    assert (ROOT / document).is_file()
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_every_python_m_command_names_a_module_of_this_project(document):
+    modules = set(re.findall(r"python -m ([\w.]+)", read(document)))
+
+    assert modules, f"{document} names no command"
+    for module in modules:
+        if module in OTHER_MODULES:
+            continue
+        assert module.startswith(PACKAGE + "."), f"{document}: python -m {module}"
+        path = SOURCES / (module[len(PACKAGE) + 1 :].replace(".", "/") + ".py")
+        assert path.is_file(), f"{document}: python -m {module}: no {path.relative_to(ROOT)}"
+        source = path.read_text(encoding="utf-8")
+        assert "__main__" in source, f"{document}: {module} cannot run with python -m"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_every_project_file_named_exists(document):
+    for span in code_spans(read(document), commands_only=True):
+        for word in re.findall(r"[\w.\-/]+", span):
+            word = word.rstrip(".,:;")
+            first = word.split("/")[0]
+            if first in OUTPUTS:
+                continue
+            if "/" in word and first in PROJECT_FOLDERS or word in PROJECT_FILES:
+                assert (ROOT / word).exists(), f"{document} names {word}, which does not exist"
+
+
+@pytest.mark.parametrize("document", ["README.md", "README.zh-CN.md"])
+def test_the_console_scripts_named_are_installed(document):
+    pyproject = read("pyproject.toml")
+    section = pyproject.split("[project.scripts]", 1)[1].split("\n[", 1)[0]
+    scripts = set(re.findall(r"(?m)^([\w.\-]+)\s*=", section))
+    named = {
+        span
+        for span in code_spans(read(document))
+        if re.fullmatch(r"[\w.-]+-(verify|train|evaluate|benchmark)", span)
+    }
+
+    assert named, "the README names no console script"
+    assert named <= scripts
+
+
+# --------------------------------------------------------------------------------- links
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_links_between_documents_resolve(document):
+    here = (ROOT / document).parent
+    text = read(document)
+    for link in links(text):
+        if re.match(r"^[a-z]+:", link):
+            continue  # https:, mailto:
+        target, _, anchor = link.partition("#")
+        path = (here / target).resolve() if target else ROOT / document
+        assert path.exists(), f"{document}: link to {link} does not resolve"
+        if anchor:
+            assert path.suffix == ".md", f"{document}: anchor into a non-Markdown file: {link}"
+            assert anchor in anchors(path.read_text(encoding="utf-8")), (
+                f"{document}: no #{anchor} in {target or document}"
+            )
+
+
+def test_the_readmes_link_each_other_and_the_docs():
+    english, chinese = read("README.md"), read("README.zh-CN.md")
+
+    assert "](README.zh-CN.md)" in english
+    assert "](README.md)" in chinese
+    for text in (english, chinese):
+        assert "](docs/directml.md)" in text and "](docs/workshop.md)" in text
+    for doc in ("docs/directml.md", "docs/workshop.md"):
+        assert "](../README.md)" in read(doc)
+
+
+# ---------------------------------------------------------------- run configurations
+
+
+def readme_table(text: str, first_header: str) -> dict:
+    """First column -> the command in the second column, of the table headed ``first_header``."""
+    rows = {}
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith(f"| {first_header} |"):
+            for row in lines[index + 2 :]:
+                if not row.startswith("|"):
+                    break
+                cells = [cell.strip() for cell in row.strip("|").split("|")]
+                rows[cells[0]] = cells[1].strip("`")
+            break
+    return rows
+
+
+def pycharm_configurations() -> dict:
+    configurations = {}
+    for path in sorted((ROOT / ".run").glob("*.run.xml")):
+        configuration = ET.parse(path).getroot().find("configuration")
+        options = {o.get("name"): o.get("value") for o in configuration.iter("option")}
+        if configuration.get("type") == "tests":
+            target = json.loads(options["_new_target"]).replace("$PROJECT_DIR$/", "")
+            command = f"pytest {target}"
+        else:
+            assert options["MODULE_MODE"] == "true"
+            command = f"python -m {options['SCRIPT_NAME']} {options['PARAMETERS']}".strip()
+        configurations[configuration.get("name")] = command
+    return configurations
+
+
+def vscode_configurations() -> dict:
+    launch = json.loads(read(".vscode/launch.json"))
+    return {
+        c["name"]: " ".join(["python -m", c["module"], *c.get("args", [])])
+        for c in launch["configurations"]
+    }
+
+
+@pytest.mark.parametrize(
+    "document,pycharm_header,vscode_header",
+    [
+        ("README.md", "Run configuration", "Launch configuration"),
+        ("README.zh-CN.md", "运行配置", "启动配置"),
+    ],
+)
+def test_the_run_configurations_in_the_readme_are_the_real_ones(
+    document, pycharm_header, vscode_header
+):
+    text = read(document)
+    if (ROOT / ".run").is_dir():
+        assert readme_table(text, pycharm_header) == pycharm_configurations()
+    else:
+        assert not readme_table(text, pycharm_header)
+        assert ".run/" not in text and "PyCharm" not in text
+    if (ROOT / ".vscode").is_dir():
+        assert readme_table(text, vscode_header) == vscode_configurations()
+    else:
+        assert not readme_table(text, vscode_header)
+        assert ".vscode" not in text and "VS Code" not in text
+
+
+@pytest.mark.parametrize("document", ["README.md", "README.zh-CN.md"])
+def test_the_readme_names_only_the_environment_file_that_exists(document):
+    text = read(document)
+    for name in ("environment.yml", "requirements.txt"):
+        assert (name in text) == (ROOT / name).exists(), name
+
+
+# ----------------------------------------------------------------------- troubleshooting
+
+
+def program_strings() -> list:
+    """Every string the package can print, as literal pieces: the constant parts of f-strings
+    (with a NUL where a value goes, so a quote cannot span one), and plain string constants."""
+    pieces = []
+    for path in SOURCES.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):
+                parts = [v.value if isinstance(v, ast.Constant) else "\0" for v in node.values]
+                pieces.append("".join(str(p) for p in parts))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                pieces.append(node.value)
+    return pieces
+
+
+def recorded_outputs() -> list:
+    """What the programs printed: the sample reports, and the outputs docs/directml.md quotes."""
+    texts = [
+        decode(path.read_bytes()) for path in (ROOT / "tests" / "data" / "reports").glob("*.json")
+    ]
+    return texts + ["\n".join(code_spans(read("docs/directml.md")))]
+
+
+def troubleshooting_messages(text: str) -> list:
+    """The messages quoted as the headings of the troubleshooting section."""
+    return re.findall(r"(?m)^#### `([^`]+)`", text)
+
+
+@pytest.mark.parametrize("document", ["README.md", "README.zh-CN.md"])
+def test_troubleshooting_quotes_the_programs_own_messages(document):
+    corpus = program_strings() + recorded_outputs()
+    messages = troubleshooting_messages(read(document))
+
+    assert len(messages) >= 10
+    for message in messages:
+        fragments = [f.strip() for f in message.split(ELLIPSIS) if len(f.strip()) >= 4]
+        assert fragments, message
+        for fragment in fragments:
+            assert any(fragment in text for text in corpus), (
+                f"{document}: {fragment!r} is not printed by the project"
+            )
+
+
+def test_both_readmes_say_the_same_things():
+    english, chinese = read("README.md"), read("README.zh-CN.md")
+
+    assert troubleshooting_messages(english) == troubleshooting_messages(chinese)
+    for pattern in (r"python -m [\w.]+", r"--[a-z][\w-]+", r"https?://[\w./%:?=&~+-]+"):
+        assert sorted(set(re.findall(pattern, english))) == sorted(
+            set(re.findall(pattern, chinese))
+        ), pattern
+    assert english.count("\n## ") == chinese.count("\n## ")
+    assert english.count("\n### ") == chinese.count("\n### ")
+
+
+@pytest.mark.parametrize("document", ["README.md", "README.zh-CN.md"])
+def test_the_template_version_is_shown(document):
+    assert re.search(r"\d+\.\d+\.\d+", read(document).split("\n## ")[0])
+
+
+# ------------------------------------------------------------------------ workshop
+
+
+def requirement_name(spec: str) -> str:
+    return (
+        re.split(r"[<>=!~\[; ]", spec.strip().strip('"'), maxsplit=1)[0].lower().replace("_", "-")
+    )
+
+
+def test_the_offline_wheelhouse_holds_every_requirement():
+    """docs/workshop.md downloads the wheels for a room without network: none may be missing."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        tomllib = pytest.importorskip("tomli")
+    pyproject = tomllib.loads(read("pyproject.toml"))
+    needed = list(pyproject["project"]["dependencies"]) + list(
+        pyproject["build-system"]["requires"]
+    )
+    for extra in pyproject["project"].get("optional-dependencies", {}).values():
+        needed += extra
+    command = next(line for line in read("docs/workshop.md").splitlines() if "pip download" in line)
+    words = command.split("pip download", 1)[1].split()
+    downloaded = {requirement_name(w) for w in words if not w.startswith("-") and "://" not in w}
+    downloaded.discard("wheelhouse")
+
+    assert {requirement_name(spec) for spec in needed} <= downloaded
+    environment = read(
+        "environment.yml" if (ROOT / "environment.yml").exists() else "requirements.txt"
+    )
+    for pin in re.findall(r"([A-Za-z][\w.-]*==[\w.+]+)", environment):
+        assert pin in words, f"the wheelhouse does not pin {pin}"
+
+
+# ---------------------------------------------------------------- the checks of directml.md
+
+OFFLINE_CHECKS = ["device_names.py", "optimizer_after_to.py", "optimizer_ops.py"]
+
+
+def run_check(name: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "checks" / name)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("name", OFFLINE_CHECKS)
+def test_the_checks_quoted_in_directml_md_still_agree(name):
+    done = run_check(name)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("Agrees with docs/directml.md: yes")
+    assert f"python docs/checks/{name}" in read("docs/directml.md")
+
+
+def test_the_api_check_reads_the_installed_torch_directml():
+    if importlib.util.find_spec("torch_directml") is None:
+        pytest.skip("torch-directml is not installed in this environment")
+    done = run_check("directml_api.py")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "torch_directml.synchronize            does not exist" in done.stdout
+
+
+def test_every_check_script_is_described_in_directml_md():
+    text = read("docs/directml.md")
+    for path in (ROOT / "docs" / "checks").glob("*.py"):
+        assert f"python docs/checks/{path.name}" in text, path.name

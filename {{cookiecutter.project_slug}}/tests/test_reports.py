@@ -1,0 +1,247 @@
+"""The report summary for instructors: verify_install --json reports in, tables out.
+
+``tests/data/reports/`` holds reports as participants send them: some written by
+verify_install on real machines (Linux without DirectX, a Python without torch, a newer torch
+than the pins), some typical of Windows machines (a Radeon with an integrated GPU beside it,
+an Iris Xe laptop, WSL2 with a GeForce, a torch whose DLLs do not load), and one that is the
+text table instead of ``--json``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import locale
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from {{ cookiecutter.package_name }}.reports import (
+    Machine,
+    ReportError,
+    common_problems,
+    decode,
+    device_summary,
+    load_folder,
+    load_report,
+    main,
+    parse,
+    summarise,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = Path(__file__).resolve().parent / "data" / "reports"
+EXPECTED_STATUS = {
+    "ana-linux-laptop.json": "cpu-fallback",
+    "ben-wrong-interpreter.json": "broken",
+    "chen-newer-torch.json": "cpu-fallback",
+    "dara-radeon.json": "works",
+    "eli-iris-xe.json": "works",
+    "farid-wsl-geforce.json": "works",
+    "gao-missing-dll.json": "broken",
+}
+NOT_JSON = "ivan-text-output.json"
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return load_folder(SAMPLES)
+
+
+def by_source(machines):
+    return {machine.source: machine for machine in machines}
+
+
+def test_every_sample_report_is_read_with_its_verdict(samples):
+    machines, unreadable = samples
+
+    assert {m.source: m.status for m in machines} == EXPECTED_STATUS
+    assert [source for source, _ in unreadable] == [NOT_JSON]
+    assert "--json" in unreadable[0][1]
+
+
+def test_a_report_saved_by_windows_powershell_5_is_read(tmp_path):
+    """Windows PowerShell 5's ``>`` writes UTF-16 with a byte order mark and CRLF line ends."""
+    text = (SAMPLES / "dara-radeon.json").read_text(encoding="utf-8").replace("\n", "\r\n")
+    path = tmp_path / "dara.json"
+    path.write_bytes(codecs.BOM_UTF16_LE + text.encode("utf-16-le"))
+
+    machine = load_report(path)
+    assert machine.device == "directml:1"
+    assert "Radeon RX 7600" in machine.device_name
+
+
+def test_the_system_is_named_as_the_os_check_saw_it(samples):
+    machines = by_source(samples[0])
+
+    # Python 3.11 calls Windows 11 "Windows 10"; the OS check reads the build number.
+    assert machines["dara-radeon.json"].platform == "Windows 11 build 22631 (AMD64)"
+    assert machines["farid-wsl-geforce.json"].platform.startswith("WSL2 (Linux ")
+
+
+def test_the_chosen_devices_are_counted_by_kind(samples):
+    rows = {kind: (count, adapters) for kind, count, adapters in device_summary(samples[0])}
+
+    assert rows["directml"][0] == 2
+    assert rows["cuda"][0] == 1
+    assert rows["cpu"][0] == 2
+    assert rows["none"][0] == 2
+    assert "Radeon RX 7600" in rows["directml"][1] and "Iris" in rows["directml"][1]
+
+
+def test_the_problem_that_explains_a_verdict_comes_first(samples):
+    machines = by_source(samples[0])
+
+    ana = machines["ana-linux-laptop.json"].main_problem
+    assert (ana.status, ana.check) == ("warn", "Device")
+    assert "libd3d12.so" in ana.found
+    ben = machines["ben-wrong-interpreter.json"].main_problem
+    assert (ben.status, ben.check) == ("fail", "torch")
+    gao = machines["gao-missing-dll.json"].main_problem
+    assert gao.status == "fail" and "do not load" in gao.found
+    assert machines["dara-radeon.json"].main_problem is None
+
+
+def test_shared_problems_are_grouped_failures_first(samples):
+    problems = common_problems(samples[0])
+
+    statuses = [p.status for p in problems]
+    assert statuses == sorted(statuses, key=("fail", "warn").index)
+    assert all(len(set(p.sources)) == len(p.sources) for p in problems)
+    # Both Linux machines without DirectX say so in the same words, with the same fix.
+    linux = [
+        p for p in problems if p.check == "OS" and "only on Windows 10/11 and in WSL2" in p.example
+    ]
+    assert len(linux) == 1 and len(linux[0].sources) >= 2
+    # Old Intel drivers on two machines: one problem, one fix, two texts.
+    intel = [p for p in problems if p.check == "Driver" and "Intel" in p.fix]
+    assert len(intel) == 1 and intel[0].variants == 2
+    assert "(and 1 similar)" in summarise(samples[0])
+
+
+def test_the_text_summary_has_every_section(samples):
+    text = summarise(*samples, folder="reports")
+
+    assert text.startswith(
+        "verify_install reports in reports: 7 machines (1 more files unreadable)"
+    )
+    for heading in (
+        "Verdicts",
+        "Devices training will use",
+        "Machines (the ones that need help first)",
+        "Problems, failures first, then the most common",
+        "Unreadable files",
+    ):
+        assert f"\n{heading}\n" in text
+    machines_table = text.split("Machines (the ones that need help first)")[1]
+    # Broken machines first, working ones last.
+    assert machines_table.index("ben-wrong-interpreter.json") < machines_table.index(
+        "ana-linux-laptop.json"
+    )
+    assert machines_table.index("ana-linux-laptop.json") < machines_table.index("dara-radeon.json")
+
+
+def test_the_markdown_summary_is_made_of_tables(samples):
+    text = summarise(*samples, markdown=True)
+
+    assert "| verdict | machines | share |" in text
+    assert "| works | 3 | 43% |" in text
+    assert "| report | verdict | device | python | system | train step | first problem |" in text
+    for heading in (
+        "Verdicts",
+        "Devices training will use",
+        "Problems, failures first, then the most common",
+    ):
+        assert f"\n## {heading}\n" in text
+
+
+def test_the_command_summarises_the_sample_folder():
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    package = Machine.__module__.rsplit(".", 1)[0]
+    done = subprocess.run(
+        [sys.executable, "-m", f"{package}.reports", str(SAMPLES)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "7 machines" in done.stdout
+    assert "cpu-fallback" in done.stdout
+
+
+def test_a_missing_or_empty_folder_is_an_error(tmp_path, capsys):
+    assert main([str(tmp_path / "nowhere")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main([str(tmp_path)]) == 2
+    assert "no *.json reports" in capsys.readouterr().err
+
+
+def test_only_unreadable_files_give_exit_code_1(tmp_path, capsys):
+    (tmp_path / "a.json").write_text("verify_install: nothing here", encoding="utf-8")
+
+    assert main([str(tmp_path)]) == 1
+    assert "Unreadable files" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------- reading files
+
+REPORT = {"verdict": {"exit_code": 0, "status": "works", "message": "WORKS"}, "findings": []}
+
+
+@pytest.mark.parametrize(
+    "encoding,prefix",
+    [
+        ("utf-8", b""),
+        ("utf-8", codecs.BOM_UTF8),
+        ("utf-16-le", codecs.BOM_UTF16_LE),
+        ("utf-16-be", codecs.BOM_UTF16_BE),
+        ("cp936", b""),  # cmd.exe on a Chinese Windows writes its code page
+    ],
+)
+def test_reports_from_any_windows_console_are_decoded(monkeypatch, encoding, prefix):
+    monkeypatch.setattr(locale, "getpreferredencoding", lambda do_setlocale=True: "cp936")
+    data = dict(REPORT, project={"name": "手写数字识别", "accelerator": "directml"})
+    text = json.dumps(data, ensure_ascii=False)
+
+    assert json.loads(decode(prefix + text.encode(encoding))) == data
+
+
+def test_lines_printed_before_the_json_are_skipped():
+    text = "UserWarning: something\n" + json.dumps(REPORT)
+
+    assert parse(text) == REPORT
+
+
+@pytest.mark.parametrize(
+    "content,reason",
+    [
+        ("", "empty file"),
+        ("verify_install: LeNet", "no JSON in it"),
+        ('{"verdict": {"status": "works"', "not valid JSON"),
+        ('{"name": "something else"}', "not a verify_install --json report"),
+    ],
+)
+def test_a_file_that_is_not_a_report_says_why(tmp_path, content, reason):
+    path = tmp_path / "report.json"
+    path.write_text(content, encoding="utf-8")
+
+    with pytest.raises(ReportError, match=reason):
+        load_report(path)
+
+
+def test_a_report_with_missing_parts_still_counts(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(
+        json.dumps({"verdict": {"status": "??"}, "findings": [None, {"status": "fail"}]})
+    )
+
+    machine = load_report(path)
+    assert (machine.status, machine.device, machine.python) == ("unknown", "-", "-")
+    assert machine.main_problem.check == "?"
+    assert "unknown" in summarise([machine])

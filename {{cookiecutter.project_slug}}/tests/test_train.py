@@ -1,0 +1,287 @@
+"""Training: DirectML-safe optimizers, the step functions, a run that learns, exact resume,
+Ctrl+C, and the guards against divergence and full disks."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import errno
+import json
+import signal
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from {{ cookiecutter.package_name }} import (
+    checkpoints,
+    data,
+    train,
+)
+from {{ cookiecutter.package_name }}.model import (
+    LeNet5,
+)
+
+TIMING = ("seconds", "samples_per_s")
+
+
+def params():
+    return list(LeNet5().parameters())
+
+
+def test_sgd_for_directml_avoids_the_foreach_path():
+    optimizer = train.build_optimizer("sgd", params(), 0.05, "privateuseone")
+    group = optimizer.param_groups[0]
+    assert isinstance(optimizer, torch.optim.SGD)
+    assert group["foreach"] is False and group["nesterov"] is True and group["momentum"] == 0.9
+    assert group["weight_decay"] == train.DEFAULT_WEIGHT_DECAY
+
+
+def test_adam_for_directml_is_the_lerp_free_one():
+    assert isinstance(
+        train.build_optimizer("adam", params(), 1e-3, "privateuseone"), train.LerpFreeAdam
+    )
+    assert type(train.build_optimizer("adam", params(), 1e-3, "cpu")) is torch.optim.Adam
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        train.build_optimizer("rmsprop", params(), 1e-3, "cpu")
+
+
+def run_steps(model, optimizer, steps=5):
+    split = data.synthetic_digits(64, seed=9)
+    for _ in range(steps):
+        train.train_step(model, optimizer, split.images, split.labels)
+
+
+def test_lerp_free_adam_computes_what_torch_adam_computes():
+    torch.manual_seed(0)
+    ours, reference = LeNet5(), LeNet5()
+    reference.load_state_dict(ours.state_dict())
+    run_steps(ours, train.LerpFreeAdam(ours.parameters(), lr=0.01, weight_decay=1e-3))
+    run_steps(
+        reference,
+        torch.optim.Adam(reference.parameters(), lr=0.01, weight_decay=1e-3, foreach=False),
+    )
+    for (name, a), b in zip(ours.named_parameters(), reference.parameters()):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), name
+    assert not torch.equal(ours.fc3.weight, LeNet5().fc3.weight)
+
+
+def test_lerp_free_adam_never_calls_lerp(monkeypatch):
+    def no_lerp(*args, **kwargs):
+        raise AssertionError("lerp falls back to the CPU on DirectML")
+
+    monkeypatch.setattr(torch.Tensor, "lerp_", no_lerp)
+    model = LeNet5()
+    run_steps(model, train.build_optimizer("adam", model.parameters(), 1e-3, "privateuseone"), 2)
+    with pytest.raises(AssertionError, match="lerp"):  # the check can fail: torch's Adam does
+        run_steps(model, torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False), 1)
+
+
+def test_one_cycle_schedule_warms_up_then_anneals():
+    peak, total = 0.1, 100
+    rates = [train.one_cycle_lr(step, total, peak) for step in range(total)]
+    assert rates[0] == pytest.approx(peak / 25)
+    assert max(rates) == pytest.approx(peak) and rates.index(max(rates)) == 20
+    assert all(a <= b for a, b in zip(rates[:21], rates[1:21]))
+    assert all(a >= b for a, b in zip(rates[20:], rates[21:]))
+    assert rates[-1] == pytest.approx(peak / 1e4)
+
+
+def test_train_step_returns_sums_on_the_device_and_learns():
+    torch.manual_seed(0)
+    model = LeNet5()
+    optimizer = train.build_optimizer("adam", model.parameters(), 0.003, "cpu")
+    split = data.synthetic_digits(100, seed=8)
+    with torch.no_grad():
+        expected = F.cross_entropy(
+            model(data.to_model_input(split.images, torch.device("cpu"))), split.labels
+        )
+    loss_sum, correct = train.train_step(model, optimizer, split.images, split.labels)
+    assert (
+        isinstance(loss_sum, torch.Tensor) and loss_sum.shape == () and not loss_sum.requires_grad
+    )
+    assert loss_sum.item() == pytest.approx(100 * expected.item(), rel=1e-5)
+    assert correct.dtype == torch.int64 and 0 <= correct.item() <= 100
+    for _ in range(30):
+        last, correct = train.train_step(model, optimizer, split.images, split.labels)
+    assert last.item() < 0.2 * loss_sum.item() and correct.item() >= 90
+
+
+def test_eval_step_changes_nothing():
+    model = LeNet5()
+    before = copy.deepcopy(model.state_dict())
+    split = data.synthetic_digits(50, seed=8)
+    loss_sum, correct = train.eval_step(model, split.images, split.labels)
+    assert loss_sum.item() > 0 and 0 <= correct.item() <= 50
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_a_run_learns_synthetic_digits_to_95_percent_in_one_epoch(tmp_path, cpu_discovery):
+    """The promise made for the synthetic set: default settings, one epoch, held-out test."""
+    cfg = train.TrainConfig(epochs=1, dataset="synthetic", device="cpu", output_dir=tmp_path)
+    result = train.train(cfg, discovery=cpu_discovery)
+    assert result.dataset == "synthetic"
+    assert result.test_accuracy >= 0.95, result
+    assert result.history[0]["val_accuracy"] >= 0.95
+
+
+def test_a_run_writes_metrics_curves_and_checkpoints(trained_run):
+    rows = list(csv.DictReader((trained_run / "metrics.csv").open(encoding="utf-8")))
+    assert [int(r["epoch"]) for r in rows] == [1, 2]
+    assert {r["dataset"] for r in rows} == {"synthetic"}
+    assert float(rows[1]["train_loss"]) < float(rows[0]["train_loss"])
+    metrics = json.loads((trained_run / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["synthetic"] is True and metrics["test"]["images"] == 512
+    assert 0.8 < metrics["test"]["accuracy"] <= 1.0
+    png = (trained_run / "curves.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    last = checkpoints.load_checkpoint(trained_run / "last.pt")
+    best = checkpoints.load_checkpoint(trained_run / "best.pt")
+    assert last["epochs_done"] == 2 and last["position"] is None
+    assert best["best_val_accuracy"] == max(r["val_accuracy"] for r in last["history"])
+    assert all(t.device.type == "cpu" for t in last["model"].values())
+
+
+class StopAt(train.StopSignal):
+    """Asks to stop at the ``at``-th check (one check per batch), the way a user would."""
+
+    def __init__(self, at, how):
+        super().__init__()
+        self.at, self.how, self.checks = at, how, 0
+
+    @property
+    def requested(self):
+        self.checks += 1
+        if self.checks == self.at:
+            if self.how == "sigint":
+                signal.raise_signal(signal.SIGINT)  # a real Ctrl+C, through the handler
+            elif self.how == "flag":
+                self.request()
+            else:
+                raise KeyboardInterrupt
+        return self._requested
+
+
+def comparable(history):
+    return [{k: v for k, v in row.items() if k not in TIMING} for row in history]
+
+
+def assert_same_run(out, reference):
+    a = checkpoints.load_checkpoint(out / "last.pt")
+    b = checkpoints.load_checkpoint(reference / "last.pt")
+    assert comparable(a["history"]) == comparable(b["history"])
+    for key in b["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    for key, state in b["optimizer"]["state"].items():
+        assert torch.equal(
+            a["optimizer"]["state"][key]["momentum_buffer"], state["momentum_buffer"]
+        )
+
+
+def run(cfg, dataset, discovery, stop=None):
+    return train.train(cfg, stop=stop, discovery=discovery, dataset=dataset)
+
+
+@pytest.mark.parametrize("how", ["sigint", "flag"])
+def test_ctrl_c_inside_an_epoch_saves_and_resume_continues_the_same_curve(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, trained_run, how
+):
+    cfg = tiny_config(tmp_path)
+    handler_before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(train.Interrupted) as caught:
+        run(cfg, tiny_dataset, cpu_discovery, StopAt(4, how))
+    assert caught.value.exit_code == 130 and "--resume continues" in str(caught.value)
+    saved = checkpoints.load_checkpoint(tmp_path / "last.pt")
+    assert saved["epochs_done"] == 0 and saved["position"]["batch"] in (4, 5)
+    assert signal.getsignal(signal.SIGINT) is handler_before  # Ctrl+C handling restored
+    result = run(train.TrainConfig(**{**cfg.__dict__, "resume": True}), tiny_dataset, cpu_discovery)
+    assert [row["epoch"] for row in result.history] == [1, 2]
+    assert_same_run(tmp_path, trained_run)  # 2 epochs straight == stopped + resumed, exactly
+
+
+def test_stop_after_an_epoch_then_resume_is_exact(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, trained_run
+):
+    cfg = tiny_config(tmp_path)
+    steps = data.num_batches(len(tiny_dataset.train), cfg.batch_size)
+    with pytest.raises(train.Interrupted, match="Stopped after epoch 1"):
+        run(cfg, tiny_dataset, cpu_discovery, StopAt(steps, "flag"))
+    saved = checkpoints.load_checkpoint(tmp_path / "last.pt")
+    assert saved["epochs_done"] == 1 and saved["position"] is None
+    run(train.TrainConfig(**{**cfg.__dict__, "resume": True}), tiny_dataset, cpu_discovery)
+    assert_same_run(tmp_path, trained_run)
+
+
+def test_a_hard_interrupt_keeps_the_last_epoch_checkpoint(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config
+):
+    cfg = tiny_config(tmp_path)
+    steps = data.num_batches(len(tiny_dataset.train), cfg.batch_size)
+    with pytest.raises(train.Interrupted) as caught:
+        run(cfg, tiny_dataset, cpu_discovery, StopAt(steps + 3, "keyboard"))
+    message = str(caught.value)
+    assert "Interrupted. The last checkpoint" in message and "epoch 1" in message
+    saved = checkpoints.load_checkpoint(tmp_path / "last.pt")
+    assert saved["epochs_done"] == 1 and saved["position"] is None
+
+
+def test_a_loss_that_becomes_nan_stops_the_run_and_keeps_the_last_good_checkpoint(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
+):
+    real_step, calls = train.train_step, []
+    cfg = tiny_config(tmp_path, log_interval=2)
+    steps = data.num_batches(len(tiny_dataset.train), cfg.batch_size)
+
+    def diverging_step(model, optimizer, images, labels):
+        calls.append(1)
+        if len(calls) == steps + 3:  # at batch 3 of epoch 2 the weights blow up
+            with torch.no_grad():
+                model.fc3.weight.fill_(float("inf"))
+        return real_step(model, optimizer, images, labels)
+
+    monkeypatch.setattr(train, "train_step", diverging_step)
+    with pytest.raises(train.TrainingDiverged) as caught:
+        run(cfg, tiny_dataset, cpu_discovery)
+    message = str(caught.value)
+    assert caught.value.exit_code == 3
+    assert "NaN or infinite in epoch 2 (by batch 4)" in message  # caught at the log interval
+    assert "last good checkpoint" in message and "epoch 1" in message and "--lr" in message
+    saved = checkpoints.load_checkpoint(tmp_path / "last.pt")
+    assert saved["epochs_done"] == 1
+    assert all(torch.isfinite(t).all() for t in saved["model"].values())
+    assert len((tmp_path / "metrics.csv").read_text(encoding="utf-8").splitlines()) == 2
+
+
+def test_a_full_disk_stops_cleanly_and_keeps_the_last_checkpoint(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
+):
+    real_save, calls = torch.save, []
+
+    def filling_disk(obj, handle, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2:  # epoch 1 wrote last.pt and best.pt; then the disk is full
+            handle.write(b"PK\x03\x04")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(obj, handle, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", filling_disk)
+    with pytest.raises(train.TrainError) as caught:
+        run(tiny_config(tmp_path), tiny_dataset, cpu_discovery)
+    assert caught.value.exit_code == 2
+    assert "No space left on device" in str(caught.value)
+    assert "the last good checkpoint is kept" in str(caught.value)
+    monkeypatch.undo()
+    assert checkpoints.load_checkpoint(tmp_path / "last.pt")["epochs_done"] == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_the_optimizer_updates_the_parameters_of_the_model_on_the_device(
+    tiny_dataset, cpu_discovery, tiny_config, tmp_path
+):
+    state = train.TrainingRun(
+        tiny_config(tmp_path), cpu_discovery.options[0], tiny_dataset, train.StopSignal()
+    )
+    optimized = [p for group in state.optimizer.param_groups for p in group["params"]]
+    assert len(optimized) == len(list(state.model.parameters()))
+    assert all(a is b for a, b in zip(optimized, state.model.parameters()))
