@@ -10,8 +10,8 @@ What this loop does, and the DirectML myths it avoids:
   ``model.to(privateuseone)`` makes new Parameter objects, so an optimizer built earlier would
   update orphaned CPU tensors. That is the real bug behind the popular advice to "create the
   optimizer inside the epoch loop", which also throws away the momentum every epoch.
-- On DirectML the optimizer avoids the ``foreach`` path and ``lerp``, which fall back to the
-  CPU; see ``build_optimizer``.
+- On DirectML the optimizer avoids the ``foreach`` path (no DirectML kernels) and ``lerp``
+  (falls back to the CPU); see ``build_optimizer``.
 - float32 only (no autocast on DirectML, and many GPUs have no float64).
 - The whole dataset is one uint8 tensor on the device; batches are slices of it.
 - No readback per step: loss and accuracy accumulate in device tensors and are read once per
@@ -144,9 +144,11 @@ def build_optimizer(
     """The optimizer ``name`` ("sgd" or "adam") for parameters on a ``device_type`` device.
 
     Build it after ``model.to(device)``. On DirectML (``device_type == "privateuseone"``):
-    SGD runs with ``foreach=False`` (every ``_foreach_*`` op falls back to the CPU there) and
-    is then fully native; Adam is LerpFreeAdam, because torch's Adam calls ``lerp``, which
-    also falls back. Elsewhere torch's own implementations with their default fast paths.
+    SGD runs with ``foreach=False`` and is then fully native (torch-directml registers no
+    ``_foreach_*`` kernel: older stacks ran them on the CPU, torch 2.4.1 splits most into
+    per-tensor ops but ``_foreach_lerp_`` still reaches ``lerp``); Adam is LerpFreeAdam,
+    because torch's Adam calls ``lerp``, which falls back to the CPU. Elsewhere torch's own
+    implementations with their default fast paths.
     """
     params = list(params)
     directml = device_type == "privateuseone"
