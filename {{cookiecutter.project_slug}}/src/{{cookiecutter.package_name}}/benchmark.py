@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import torch
 
 from . import data, devices, reporting
+from .cli import positive_int, safe_console
 from .model import LeNet5, to_device
-from .train import build_optimizer, positive_int, safe_console, train_step
+from .train import build_optimizer, train_step
 
 DEFAULT_BATCHES = 200
 DEFAULT_WARMUP = 10

@@ -17,8 +17,9 @@ from pathlib import Path
 import torch
 
 from . import checkpoints, data, devices, reporting
+from .cli import positive_int, safe_console
 from .model import NUM_CLASSES, LeNet5, to_device
-from .train import BEST, EVAL_BATCH_SIZE, LAST, positive_int, safe_console
+from .train import BEST, EVAL_BATCH_SIZE, LAST
 
 TEST_METRICS_JSON = "test_metrics.json"
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from .cli import safe_console
+
 SEVERITY = {"broken": 0, "cpu-fallback": 1, "unknown": 2, "works": 3}
 STATUS_ORDER = ("works", "cpu-fallback", "broken", "unknown")
 PROBLEM_STATUSES = ("fail", "warn")
@@ -428,9 +430,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    for stream in (sys.stdout, sys.stderr):  # a Windows console may not encode every name
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="replace")
+    safe_console()
     if not args.folder.is_dir():
         print(f"error: {args.folder} is not a folder", file=sys.stderr)
         return 2

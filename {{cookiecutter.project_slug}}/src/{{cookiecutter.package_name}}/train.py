@@ -40,6 +40,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from . import checkpoints, data, devices, reporting
+from .cli import HelpFormatter, non_negative_float, positive_float, positive_int, safe_console
 from .model import LeNet5, count_parameters, to_device
 
 LAST = "last.pt"
@@ -773,52 +774,13 @@ def _load(path: Path) -> dict[str, Any]:
 # Command line
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """States defaults, except where the help text explains a None default itself."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        if action.default is None or isinstance(action.default, bool):
-            return action.help or ""
-        return super()._get_help_string(action)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or not _finite(value):
-        raise argparse.ArgumentTypeError(f"must be a positive number, not {text}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or not _finite(value):
-        raise argparse.ArgumentTypeError(f"must be zero or a positive number, not {text}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     package = __package__ or "<package>"
     parser = argparse.ArgumentParser(
         prog=f"python -m {package}.train",
         description="Train LeNet-5 on MNIST (or synthetic digits) on the best available device: "
         "DirectML, CUDA/ROCm, Intel XPU, Apple MPS or the CPU.",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--epochs", type=positive_int, default=DEFAULT_EPOCHS, help="number of epochs"
@@ -884,14 +846,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the running loss back from the device every N batches",
     )
     return parser
-
-
-def safe_console() -> None:
-    # A Windows console may not encode every character of a project or adapter name.
-    for stream in (sys.stdout, sys.stderr):
-        if hasattr(stream, "reconfigure"):
-            with contextlib.suppress(Exception):
-                stream.reconfigure(errors="replace")
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 from . import envcheck
 from .bounded import describe_error
+from .cli import safe_console
 from .envcheck import FAIL, OK, WARN, Finding
 from .project import Project, load_project, parse_version
 
@@ -628,9 +629,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    for stream in (sys.stdout, sys.stderr):  # a Windows console may not encode every name
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="replace")
+    safe_console()
     try:
         report = run(args.device)
     except Exception as error:  # a bug here must still give the user something to act on

@@ -1,0 +1,56 @@
+"""Small command-line helpers shared by the project's commands. Standard library only."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import sys
+from typing import Callable
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """States defaults, except where the help text explains a None default itself."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or isinstance(action.default, bool):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _float_at_least(zero_allowed: bool) -> Callable[[str], float]:
+    wanted = "zero or a positive number" if zero_allowed else "a positive number"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+            raise argparse.ArgumentTypeError(f"must be {wanted}, not {text}")
+        return value
+
+    return parse
+
+
+positive_float = _float_at_least(zero_allowed=False)
+non_negative_float = _float_at_least(zero_allowed=True)
+
+
+def safe_console() -> None:
+    """A Windows console may not encode every character of a project or adapter name:
+    replace what it cannot show instead of failing."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            with contextlib.suppress(Exception):
+                stream.reconfigure(errors="replace")
