@@ -30,6 +30,7 @@ ALWAYS = {
     "src/{pkg}/benchmark.py",
     "src/{pkg}/bounded.py",
     "src/{pkg}/checkpoints.py",
+    "src/{pkg}/cli.py",
     "src/{pkg}/data.py",
     "src/{pkg}/devices.py",
     "src/{pkg}/directml_ops.txt",
