@@ -91,7 +91,10 @@ def plot_curves(history: Sequence[dict[str, Any]], path: Path, title: str) -> Pa
     for ax in (loss_ax, acc_ax):
         ax.grid(True, alpha=0.3)
         ax.legend()
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        if len(epochs) <= 20:
+            ax.set_xticks(epochs)  # whole epochs only, even for a one-epoch run
+        else:
+            ax.xaxis.get_major_locator().set_params(integer=True)
     figure.suptitle(title)
     figure.tight_layout()
     return _save(figure, path)
