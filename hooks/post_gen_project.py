@@ -56,6 +56,7 @@ def write_answers(project_dir: Path, answers: dict) -> None:
 
 def environment_report(project_dir: Path, package: str) -> str:
     """Run the generated package's own standard-library checks, as verify_install does."""
+    sys.dont_write_bytecode = True  # leave no __pycache__ behind in the new project
     sys.path.insert(0, str(project_dir / "src"))
     try:
         envcheck = importlib.import_module(f"{package}.envcheck")

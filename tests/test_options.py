@@ -41,6 +41,7 @@ ALWAYS = {
     "src/{pkg}/gpu_windows.py",
     "src/{pkg}/gpus.py",
     "src/{pkg}/model.py",
+    "src/{pkg}/optim.py",
     "src/{pkg}/os_info.py",
     "src/{pkg}/project.json",
     "src/{pkg}/project.py",
@@ -185,10 +186,12 @@ def test_license_text_matches_the_choice(bake, license_name, first_words):
         assert "Apache License" in text and "Version 2.0, January 2004" in text
 
 
-def test_default_project_needs_no_answers(bake):
+def test_default_project_needs_no_answers(bake, monkeypatch):
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     baked = bake()
 
     assert baked.ok
+    assert not list(baked.path.rglob("__pycache__"))  # the hook's checks leave no bytecode
     assert baked.path.name == "lenet-on-directml"
     assert baked.json("src/lenet_on_directml/project.json")["accelerator"] == "directml"
 

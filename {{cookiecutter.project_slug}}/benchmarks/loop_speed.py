@@ -38,6 +38,7 @@ from torch.nn import functional as F
 from {{ cookiecutter.package_name }} import (
     data,
     devices,
+    optim,
     train,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -51,7 +52,7 @@ TUTORIAL_LOG_INTERVAL = 10
 def make_model(device: torch.device):
     torch.manual_seed(0)  # the same initial weights for every loop
     model = to_device(LeNet5(), device)  # channels-last on the CPU, as in training
-    optimizer = train.build_optimizer("sgd", model.parameters(), 0.01, device.type)
+    optimizer = optim.build_optimizer("sgd", model.parameters(), 0.01, device.type)
     return model, optimizer
 
 

@@ -56,12 +56,8 @@ from torch.utils._pytree import tree_map
 
 from {{ cookiecutter.package_name }} import data
 from {{ cookiecutter.package_name }}.model import LeNet5
-from {{ cookiecutter.package_name }}.train import (
-    OPTIMIZERS,
-    build_optimizer,
-    eval_step,
-    train_step,
-)
+from {{ cookiecutter.package_name }}.optim import OPTIMIZERS, build_optimizer
+from {{ cookiecutter.package_name }}.train import eval_step, train_step
 
 OPS_FILE = Path(data.__file__).with_name("directml_ops.txt")
 LINE = re.compile(r"^aten::[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?$")

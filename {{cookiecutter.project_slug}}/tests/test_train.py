@@ -16,6 +16,7 @@ from torch.nn import functional as F
 from {{ cookiecutter.package_name }} import (
     checkpoints,
     data,
+    optim,
     train,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -30,7 +31,7 @@ def params():
 
 
 def test_sgd_for_directml_avoids_the_foreach_path():
-    optimizer = train.build_optimizer("sgd", params(), 0.05, "privateuseone")
+    optimizer = optim.build_optimizer("sgd", params(), 0.05, "privateuseone")
     group = optimizer.param_groups[0]
     assert isinstance(optimizer, torch.optim.SGD)
     assert group["foreach"] is False and group["nesterov"] is True and group["momentum"] == 0.9
@@ -39,11 +40,11 @@ def test_sgd_for_directml_avoids_the_foreach_path():
 
 def test_adam_for_directml_is_the_lerp_free_one():
     assert isinstance(
-        train.build_optimizer("adam", params(), 1e-3, "privateuseone"), train.LerpFreeAdam
+        optim.build_optimizer("adam", params(), 1e-3, "privateuseone"), optim.LerpFreeAdam
     )
-    assert type(train.build_optimizer("adam", params(), 1e-3, "cpu")) is torch.optim.Adam
+    assert type(optim.build_optimizer("adam", params(), 1e-3, "cpu")) is torch.optim.Adam
     with pytest.raises(ValueError, match="unknown optimizer"):
-        train.build_optimizer("rmsprop", params(), 1e-3, "cpu")
+        optim.build_optimizer("rmsprop", params(), 1e-3, "cpu")
 
 
 def run_steps(model, optimizer, steps=5):
@@ -56,7 +57,7 @@ def test_lerp_free_adam_computes_what_torch_adam_computes():
     torch.manual_seed(0)
     ours, reference = LeNet5(), LeNet5()
     reference.load_state_dict(ours.state_dict())
-    run_steps(ours, train.LerpFreeAdam(ours.parameters(), lr=0.01, weight_decay=1e-3))
+    run_steps(ours, optim.LerpFreeAdam(ours.parameters(), lr=0.01, weight_decay=1e-3))
     run_steps(
         reference,
         torch.optim.Adam(reference.parameters(), lr=0.01, weight_decay=1e-3, foreach=False),
@@ -72,14 +73,14 @@ def test_lerp_free_adam_never_calls_lerp(monkeypatch):
 
     monkeypatch.setattr(torch.Tensor, "lerp_", no_lerp)
     model = LeNet5()
-    run_steps(model, train.build_optimizer("adam", model.parameters(), 1e-3, "privateuseone"), 2)
+    run_steps(model, optim.build_optimizer("adam", model.parameters(), 1e-3, "privateuseone"), 2)
     with pytest.raises(AssertionError, match="lerp"):  # the check can fail: torch's Adam does
         run_steps(model, torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False), 1)
 
 
 def test_one_cycle_schedule_warms_up_then_anneals():
     peak, total = 0.1, 100
-    rates = [train.one_cycle_lr(step, total, peak) for step in range(total)]
+    rates = [optim.one_cycle_lr(step, total, peak) for step in range(total)]
     assert rates[0] == pytest.approx(peak / 25)
     assert max(rates) == pytest.approx(peak) and rates.index(max(rates)) == 20
     assert all(a <= b for a, b in zip(rates[:21], rates[1:21]))
@@ -90,7 +91,7 @@ def test_one_cycle_schedule_warms_up_then_anneals():
 def test_train_step_returns_sums_on_the_device_and_learns():
     torch.manual_seed(0)
     model = LeNet5()
-    optimizer = train.build_optimizer("adam", model.parameters(), 0.003, "cpu")
+    optimizer = optim.build_optimizer("adam", model.parameters(), 0.003, "cpu")
     split = data.synthetic_digits(100, seed=8)
     with torch.no_grad():
         expected = F.cross_entropy(

@@ -21,7 +21,8 @@ import torch
 from . import data, devices, reporting
 from .cli import positive_int, safe_console
 from .model import LeNet5, to_device
-from .train import build_optimizer, train_step
+from .optim import build_optimizer
+from .train import train_step
 
 DEFAULT_BATCHES = 200
 DEFAULT_WARMUP = 10
