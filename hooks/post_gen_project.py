@@ -59,7 +59,7 @@ def environment_report(project_dir: Path, package: str) -> str:
     sys.dont_write_bytecode = True  # leave no __pycache__ behind in the new project
     sys.path.insert(0, str(project_dir / "src"))
     try:
-        envcheck = importlib.import_module(f"{package}.envcheck")
+        envcheck = importlib.import_module(f"{package}.doctor.envcheck")
         findings = envcheck.run_checks(context="hook")
         return envcheck.format_findings(findings)
     except Exception as error:  # this machine is unknown to the checks: warn, never stop

@@ -28,26 +28,36 @@ ALWAYS = {
     "pyproject.toml",
     "src/{pkg}/__init__.py",
     "src/{pkg}/benchmark.py",
-    "src/{pkg}/bounded.py",
-    "src/{pkg}/checkpoints.py",
-    "src/{pkg}/cli.py",
     "src/{pkg}/data.py",
-    "src/{pkg}/devices.py",
-    "src/{pkg}/directml_ops.txt",
-    "src/{pkg}/drivers.py",
-    "src/{pkg}/envcheck.py",
     "src/{pkg}/evaluate.py",
-    "src/{pkg}/gpu_linux.py",
-    "src/{pkg}/gpu_windows.py",
-    "src/{pkg}/gpus.py",
     "src/{pkg}/model.py",
-    "src/{pkg}/optim.py",
-    "src/{pkg}/os_info.py",
-    "src/{pkg}/project.json",
-    "src/{pkg}/project.py",
-    "src/{pkg}/reporting.py",
-    "src/{pkg}/reports.py",
     "src/{pkg}/train.py",
+    "src/{pkg}/datasets/__init__.py",
+    "src/{pkg}/datasets/mnist.py",
+    "src/{pkg}/datasets/synthetic.py",
+    "src/{pkg}/doctor/__init__.py",
+    "src/{pkg}/doctor/bounded.py",
+    "src/{pkg}/doctor/drivers.py",
+    "src/{pkg}/doctor/envcheck.py",
+    "src/{pkg}/doctor/gpu_linux.py",
+    "src/{pkg}/doctor/gpu_windows.py",
+    "src/{pkg}/doctor/gpus.py",
+    "src/{pkg}/doctor/os_info.py",
+    "src/{pkg}/doctor/reports.py",
+    "src/{pkg}/doctor/verify_install.py",
+    "src/{pkg}/machinery/__init__.py",
+    "src/{pkg}/machinery/checkpoints.py",
+    "src/{pkg}/machinery/cli.py",
+    "src/{pkg}/machinery/console.py",
+    "src/{pkg}/machinery/devices.py",
+    "src/{pkg}/machinery/directml_ops.txt",
+    "src/{pkg}/machinery/optim.py",
+    "src/{pkg}/machinery/project.json",
+    "src/{pkg}/machinery/project.py",
+    "src/{pkg}/machinery/reporting.py",
+    "src/{pkg}/machinery/run.py",
+    "src/{pkg}/machinery/stopping.py",
+    "src/{pkg}/machinery/train_cli.py",
     "src/{pkg}/verify_install.py",
     "tests/conftest.py",
     "tests/data/reports/ana-linux-laptop.json",
@@ -193,7 +203,7 @@ def test_default_project_needs_no_answers(bake, monkeypatch):
     assert baked.ok
     assert not list(baked.path.rglob("__pycache__"))  # the hook's checks leave no bytecode
     assert baked.path.name == "lenet-on-directml"
-    assert baked.json("src/lenet_on_directml/project.json")["accelerator"] == "directml"
+    assert baked.json("src/lenet_on_directml/machinery/project.json")["accelerator"] == "directml"
 
 
 def test_recorded_answers_regenerate_the_same_project(bake_once, tmp_path):
@@ -210,3 +220,21 @@ def test_recorded_answers_regenerate_the_same_project(bake_once, tmp_path):
     assert {p.relative_to(again).as_posix() for p in again.rglob("*") if p.is_file()} == (
         original.files()
     )
+
+
+def test_the_readme_tree_names_only_what_a_default_bake_has(bake_once):
+    """The template README's "What you get" tree is documentation of the default project."""
+    readme = (TEMPLATE_DIR / "README.md").read_text(encoding="utf-8")
+    tree = readme.split("## What you get", 1)[1].split("```")[1]
+    baked = bake_once()
+    folders, named = [], []
+    for line in tree.splitlines()[2:]:  # after the fence's language line and the root folder
+        match = re.match(r"^([│ ]*)[├└]── (\S+)", line)
+        if not match:
+            continue
+        depth = len(match.group(1)) // 4
+        folders[depth:] = [match.group(2).rstrip(",/")]
+        named.append("/".join(folders))
+    assert "src/lenet_on_directml/train.py" in named and "src/lenet_on_directml/doctor" in named
+    for path in named:
+        assert (baked.path / path).exists(), f"the README's tree names {path}, which is not baked"

@@ -6,7 +6,7 @@
 All three loops train the same LeNet-5 (same initial weights, same SGD settings) on the same
 synthetic digits, one epoch of ``--samples`` images in batches of ``--batch-size``:
 
-- **this project**: ``TrainingRun.train_epoch`` exactly as ``train`` runs it: the whole set is
+- **this project**: ``train.train_epoch`` exactly as ``train`` runs it: the whole set is
   one uint8 tensor on the device, one shuffle per epoch, batches are slices, converted and
   normalised on the device, loss and accuracy summed there, a progress bar, one readback.
 - **tutorial loop**: what most tutorials (and pytorch/examples' MNIST) do: torchvision's
@@ -37,9 +37,15 @@ from torch.nn import functional as F
 
 from {{ cookiecutter.package_name }} import (
     data,
+    train,
+)
+from {{ cookiecutter.package_name }}.datasets import (
+    mnist,
+)
+from {{ cookiecutter.package_name }}.machinery import (
     devices,
     optim,
-    train,
+    stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
     LeNet5,
@@ -63,9 +69,9 @@ def time_project(split: data.Split, option: devices.DeviceOption, batch_size: in
         cfg = train.TrainConfig(
             epochs=1, batch_size=batch_size, dataset="synthetic", output_dir=Path(out)
         )
-        run = train.TrainingRun(cfg, option, dataset, train.StopSignal())
+        run = train.setup(cfg, option, dataset, stopping.StopSignal())
         start = time.perf_counter()
-        run.train_epoch(0)  # ends with a readback of the summed loss
+        train.train_epoch(run, 0)  # ends with a readback of the summed loss
         return time.perf_counter() - start
 
 
@@ -145,7 +151,7 @@ def main(argv: list | None = None) -> int:
     times: dict = {"this project": [], "tutorial loop": [], "bare compute": []}
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        data.write_mnist_raw(root, split, data.synthetic_digits(10, seed=1))
+        mnist.write_mnist_raw(root, split, data.synthetic_digits(10, seed=1))
         loops = {
             "this project": lambda: time_project(split, option, args.batch_size),
             "tutorial loop": lambda: time_tutorial(root, device, args.batch_size),

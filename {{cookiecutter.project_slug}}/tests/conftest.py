@@ -16,8 +16,10 @@ import pytest
 
 from {{ cookiecutter.package_name }} import (
     data,
-    devices,
     train,
+)
+from {{ cookiecutter.package_name }}.machinery import (
+    devices,
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"

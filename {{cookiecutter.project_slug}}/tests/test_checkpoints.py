@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from {{ cookiecutter.package_name }} import (
+from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
 )
 from {{ cookiecutter.package_name }}.model import (

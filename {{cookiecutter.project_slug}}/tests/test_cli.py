@@ -6,10 +6,12 @@ import pytest
 
 from {{ cookiecutter.package_name }} import (
     benchmark,
-    checkpoints,
-    devices,
     evaluate,
     train,
+)
+from {{ cookiecutter.package_name }}.machinery import (
+    checkpoints,
+    devices,
 )
 
 

@@ -8,6 +8,9 @@ import torch
 from {{ cookiecutter.package_name }} import (
     data,
 )
+from {{ cookiecutter.package_name }}.datasets import (
+    mnist,
+)
 
 
 def test_synthetic_digits_look_like_mnist():
@@ -98,7 +101,7 @@ def test_model_input_is_normalised_float32():
 def test_mnist_is_read_through_torchvision(tmp_path, offline, monkeypatch):
     """Files in data/MNIST/raw are read by torchvision itself, without any network."""
     train, test = data.synthetic_digits(120, seed=4), data.synthetic_digits(40, seed=5)
-    data.write_mnist_raw(tmp_path, train, test)
+    mnist.write_mnist_raw(tmp_path, train, test)
     loaded_train, loaded_test = data.load_mnist(tmp_path)
     assert torch.equal(loaded_train.images, train.images)
     assert torch.equal(loaded_test.labels, test.labels)
@@ -109,7 +112,7 @@ def test_mnist_is_read_through_torchvision(tmp_path, offline, monkeypatch):
 
 
 def test_missing_mnist_offline_says_how_to_get_it(tmp_path, offline):
-    with pytest.raises(data.MNISTUnavailable) as caught:
+    with pytest.raises(mnist.MNISTUnavailable) as caught:
         data.load_mnist(tmp_path / "data")
     message = str(caught.value)
     assert str(tmp_path / "data" / "MNIST" / "raw") in message

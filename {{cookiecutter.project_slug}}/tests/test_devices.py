@@ -12,7 +12,7 @@ import textwrap
 import pytest
 import torch
 
-from {{ cookiecutter.package_name }} import (
+from {{ cookiecutter.package_name }}.machinery import (
     devices,
 )
 

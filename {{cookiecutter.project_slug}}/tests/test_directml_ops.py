@@ -54,12 +54,20 @@ from torch.utils._foreach_utils import _get_foreach_kernels_supported_devices
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-from {{ cookiecutter.package_name }} import data
+from {{ cookiecutter.package_name }} import (
+    data,
+)
+from {{ cookiecutter.package_name }}.machinery.optim import (
+    OPTIMIZERS,
+    build_optimizer,
+)
 from {{ cookiecutter.package_name }}.model import LeNet5
-from {{ cookiecutter.package_name }}.optim import OPTIMIZERS, build_optimizer
-from {{ cookiecutter.package_name }}.train import eval_step, train_step
+from {{ cookiecutter.package_name }}.train import (
+    eval_step,
+    train_step,
+)
 
-OPS_FILE = Path(data.__file__).with_name("directml_ops.txt")
+OPS_FILE = Path(data.__file__).parent / "machinery" / "directml_ops.txt"
 LINE = re.compile(r"^aten::[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?$")
 
 # Composite kernels tried in the dispatcher's order for a backend without its own kernel.

@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 import {{ cookiecutter.package_name }} as package
-from {{ cookiecutter.package_name }}.reports import decode
+from {{ cookiecutter.package_name }}.doctor.reports import (
+    decode,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = package.__name__
@@ -240,7 +242,7 @@ def program_strings() -> list:
     """Every string the package can print, as literal pieces: the constant parts of f-strings
     (with a NUL where a value goes, so a quote cannot span one), and plain string constants."""
     pieces = []
-    for path in SOURCES.glob("*.py"):
+    for path in SOURCES.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.JoinedStr):
                 parts = [v.value if isinstance(v, ast.Constant) else "\0" for v in node.values]

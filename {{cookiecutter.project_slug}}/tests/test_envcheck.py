@@ -10,11 +10,25 @@ import datetime
 
 import pytest
 
-from {{ cookiecutter.package_name }} import envcheck
-from {{ cookiecutter.package_name }}.envcheck import FAIL, OK, WARN, Finding
-from {{ cookiecutter.package_name }}.gpus import Gpu, GpuScan
-from {{ cookiecutter.package_name }}.os_info import OsInfo
-from {{ cookiecutter.package_name }}.project import Project
+from {{ cookiecutter.package_name }}.doctor import (
+    envcheck,
+)
+from {{ cookiecutter.package_name }}.doctor.envcheck import (
+    FAIL,
+    OK,
+    WARN,
+    Finding,
+)
+from {{ cookiecutter.package_name }}.doctor.gpus import (
+    Gpu,
+    GpuScan,
+)
+from {{ cookiecutter.package_name }}.doctor.os_info import (
+    OsInfo,
+)
+from {{ cookiecutter.package_name }}.machinery.project import (
+    Project,
+)
 
 STACKS = {
     "directml": {

@@ -6,11 +6,23 @@ import json
 
 import pytest
 
-from {{ cookiecutter.package_name }} import envcheck, gpu_linux
-from {{ cookiecutter.package_name }}.bounded import CommandResult
-from {{ cookiecutter.package_name }}.envcheck import OK, WARN
-from {{ cookiecutter.package_name }}.os_info import OsInfo
-from {{ cookiecutter.package_name }}.project import Project
+from {{ cookiecutter.package_name }}.doctor import (
+    envcheck,
+    gpu_linux,
+)
+from {{ cookiecutter.package_name }}.doctor.bounded import (
+    CommandResult,
+)
+from {{ cookiecutter.package_name }}.doctor.envcheck import (
+    OK,
+    WARN,
+)
+from {{ cookiecutter.package_name }}.doctor.os_info import (
+    OsInfo,
+)
+from {{ cookiecutter.package_name }}.machinery.project import (
+    Project,
+)
 
 NVIDIA_SMI_OUTPUT = "NVIDIA GeForce RTX 3080, 550.120, 10240\n"
 ROCM_SMI_OUTPUT = json.dumps(

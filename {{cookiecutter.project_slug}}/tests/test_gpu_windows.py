@@ -15,12 +15,28 @@ import uuid
 
 import pytest
 
-from {{ cookiecutter.package_name }} import envcheck, gpu_windows
-from {{ cookiecutter.package_name }}.bounded import CommandResult
-from {{ cookiecutter.package_name }}.envcheck import WARN
-from {{ cookiecutter.package_name }}.gpus import DISCRETE, INTEGRATED, SOFTWARE, Gpu
-from {{ cookiecutter.package_name }}.os_info import OsInfo
-from {{ cookiecutter.package_name }}.project import Project
+from {{ cookiecutter.package_name }}.doctor import (
+    envcheck,
+    gpu_windows,
+)
+from {{ cookiecutter.package_name }}.doctor.bounded import (
+    CommandResult,
+)
+from {{ cookiecutter.package_name }}.doctor.envcheck import (
+    WARN,
+)
+from {{ cookiecutter.package_name }}.doctor.gpus import (
+    DISCRETE,
+    INTEGRATED,
+    SOFTWARE,
+    Gpu,
+)
+from {{ cookiecutter.package_name }}.doctor.os_info import (
+    OsInfo,
+)
+from {{ cookiecutter.package_name }}.machinery.project import (
+    Project,
+)
 
 FUNCTYPE = getattr(ctypes, "WINFUNCTYPE", ctypes.CFUNCTYPE)
 S_OK = 0

@@ -7,8 +7,13 @@ import time
 
 import pytest
 
-from {{ cookiecutter.package_name }} import os_info
-from {{ cookiecutter.package_name }}.bounded import call_with_timeout, run_command
+from {{ cookiecutter.package_name }}.doctor import (
+    os_info,
+)
+from {{ cookiecutter.package_name }}.doctor.bounded import (
+    call_with_timeout,
+    run_command,
+)
 
 
 def no_windows():

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.reports import (
+from {{ cookiecutter.package_name }}.doctor.reports import (
     Machine,
     ReportError,
     common_problems,

@@ -14,10 +14,13 @@ import torch
 from torch.nn import functional as F
 
 from {{ cookiecutter.package_name }} import (
-    checkpoints,
     data,
-    optim,
     train,
+)
+from {{ cookiecutter.package_name }}.machinery import (
+    checkpoints,
+    optim,
+    stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
     LeNet5,
@@ -35,7 +38,7 @@ def test_sgd_for_directml_avoids_the_foreach_path():
     group = optimizer.param_groups[0]
     assert isinstance(optimizer, torch.optim.SGD)
     assert group["foreach"] is False and group["nesterov"] is True and group["momentum"] == 0.9
-    assert group["weight_decay"] == train.DEFAULT_WEIGHT_DECAY
+    assert group["weight_decay"] == optim.DEFAULT_WEIGHT_DECAY
 
 
 def test_adam_for_directml_is_the_lerp_free_one():
@@ -144,7 +147,7 @@ def test_a_run_writes_metrics_curves_and_checkpoints(trained_run):
     assert all(t.device.type == "cpu" for t in last["model"].values())
 
 
-class StopAt(train.StopSignal):
+class StopAt(stopping.StopSignal):
     """Asks to stop at the ``at``-th check (one check per batch), the way a user would."""
 
     def __init__(self, at, how):
@@ -190,7 +193,7 @@ def test_ctrl_c_inside_an_epoch_saves_and_resume_continues_the_same_curve(
 ):
     cfg = tiny_config(tmp_path)
     handler_before = signal.getsignal(signal.SIGINT)
-    with pytest.raises(train.Interrupted) as caught:
+    with pytest.raises(stopping.Interrupted) as caught:
         run(cfg, tiny_dataset, cpu_discovery, StopAt(4, how))
     assert caught.value.exit_code == 130 and "--resume continues" in str(caught.value)
     saved = checkpoints.load_checkpoint(tmp_path / "last.pt")
@@ -206,7 +209,7 @@ def test_stop_after_an_epoch_then_resume_is_exact(
 ):
     cfg = tiny_config(tmp_path)
     steps = data.num_batches(len(tiny_dataset.train), cfg.batch_size)
-    with pytest.raises(train.Interrupted, match="Stopped after epoch 1"):
+    with pytest.raises(stopping.Interrupted, match="Stopped after epoch 1"):
         run(cfg, tiny_dataset, cpu_discovery, StopAt(steps, "flag"))
     saved = checkpoints.load_checkpoint(tmp_path / "last.pt")
     assert saved["epochs_done"] == 1 and saved["position"] is None
@@ -219,7 +222,7 @@ def test_a_hard_interrupt_keeps_the_last_epoch_checkpoint(
 ):
     cfg = tiny_config(tmp_path)
     steps = data.num_batches(len(tiny_dataset.train), cfg.batch_size)
-    with pytest.raises(train.Interrupted) as caught:
+    with pytest.raises(stopping.Interrupted) as caught:
         run(cfg, tiny_dataset, cpu_discovery, StopAt(steps + 3, "keyboard"))
     message = str(caught.value)
     assert "Interrupted. The last checkpoint" in message and "epoch 1" in message
@@ -242,7 +245,7 @@ def test_a_loss_that_becomes_nan_stops_the_run_and_keeps_the_last_good_checkpoin
         return real_step(model, optimizer, images, labels)
 
     monkeypatch.setattr(train, "train_step", diverging_step)
-    with pytest.raises(train.TrainingDiverged) as caught:
+    with pytest.raises(stopping.TrainingDiverged) as caught:
         run(cfg, tiny_dataset, cpu_discovery)
     message = str(caught.value)
     assert caught.value.exit_code == 3
@@ -267,7 +270,7 @@ def test_a_full_disk_stops_cleanly_and_keeps_the_last_checkpoint(
         return real_save(obj, handle, *args, **kwargs)
 
     monkeypatch.setattr(torch, "save", filling_disk)
-    with pytest.raises(train.TrainError) as caught:
+    with pytest.raises(stopping.TrainError) as caught:
         run(tiny_config(tmp_path), tiny_dataset, cpu_discovery)
     assert caught.value.exit_code == 2
     assert "No space left on device" in str(caught.value)
@@ -280,8 +283,8 @@ def test_a_full_disk_stops_cleanly_and_keeps_the_last_checkpoint(
 def test_the_optimizer_updates_the_parameters_of_the_model_on_the_device(
     tiny_dataset, cpu_discovery, tiny_config, tmp_path
 ):
-    state = train.TrainingRun(
-        tiny_config(tmp_path), cpu_discovery.options[0], tiny_dataset, train.StopSignal()
+    state = train.setup(
+        tiny_config(tmp_path), cpu_discovery.options[0], tiny_dataset, stopping.StopSignal()
     )
     optimized = [p for group in state.optimizer.param_groups for p in group["params"]]
     assert len(optimized) == len(list(state.model.parameters()))

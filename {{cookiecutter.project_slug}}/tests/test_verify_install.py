@@ -18,9 +18,24 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from {{ cookiecutter.package_name }} import devices, model, train, verify_install
-from {{ cookiecutter.package_name }}.envcheck import FAIL, OK, WARN
-from {{ cookiecutter.package_name }}.project import Project
+from {{ cookiecutter.package_name }} import (
+    model,
+    train,
+)
+from {{ cookiecutter.package_name }}.doctor import (
+    verify_install,
+)
+from {{ cookiecutter.package_name }}.doctor.envcheck import (
+    FAIL,
+    OK,
+    WARN,
+)
+from {{ cookiecutter.package_name }}.machinery import (
+    devices,
+)
+from {{ cookiecutter.package_name }}.machinery.project import (
+    Project,
+)
 
 LIBD3D12 = (
     "torch_directml failed to load: OSError: libd3d12.so: cannot open shared object file: "
@@ -187,7 +202,7 @@ def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path)
         '"C:\\env\\Lib\\site-packages\\torch\\lib\\c10.dll" or one of its dependencies.'
     )
     (shadow / "__init__.py").write_text(f"raise OSError({message!r})\n")
-    src = Path(verify_install.__file__).resolve().parents[1]
+    src = Path(verify_install.__file__).resolve().parents[2]  # src/<package>/doctor/
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(src)]))
     done = subprocess.run(
         [sys.executable, "-m", verify_install.__name__, "--json"],
@@ -238,7 +253,7 @@ def test_help_documents_the_exit_codes(capsys):
 
 def test_the_real_thing_on_this_machine():
     """No fakes: whatever this machine has, a verdict consistent with the chosen device."""
-    src = Path(verify_install.__file__).resolve().parents[1]
+    src = Path(verify_install.__file__).resolve().parents[2]  # src/<package>/doctor/
     paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     done = subprocess.run(

@@ -7,8 +7,9 @@ Usage (standard library only; runs on Windows, Linux and macOS; no torch, no GPU
 
 ``--download`` runs ``python -m pip download torch-directml==0.2.5.dev240914 --no-deps
 --platform win_amd64 --python-version 3.11 --only-binary=:all:`` into a temporary folder. The
-list goes to ``src/<package>/directml_ops.txt`` (``--output`` changes that, ``-`` prints it):
-one ``aten::name`` or ``aten::name.overload`` per line, sorted, after a few ``#`` comment lines.
+list goes to ``src/<package>/machinery/directml_ops.txt`` (``--output`` changes that, ``-``
+prints it): one ``aten::name`` or ``aten::name.overload`` per line, sorted, after a few ``#``
+comment lines.
 The project's ``tests/test_directml_ops.py`` reads it to prove that a training step and an
 evaluation step use no operator that would fall back to the CPU on DirectML.
 
@@ -495,7 +496,7 @@ def default_output() -> Path:
     packages = sorted((Path(__file__).resolve().parent.parent / "src").glob("*/__init__.py"))
     if len(packages) != 1:
         raise SystemExit("cannot find the package under src/; pass --output")
-    return packages[0].with_name("directml_ops.txt")
+    return packages[0].parent / "machinery" / "directml_ops.txt"
 
 
 def main(argv: list[str] | None = None) -> int:

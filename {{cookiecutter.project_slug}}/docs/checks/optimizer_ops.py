@@ -4,7 +4,7 @@ torch-directml 0.2.5 has no kernel for ``lerp`` (Adam, AdamW) or for any ``_fore
 operator (the default path of every optimizer on privateuseone). This check records, on the
 CPU, the operators that ``optimizer.step()`` dispatches for the settings people use, and looks
 the flagged ones up in the list of operators torch-directml implements
-(``src/<package>/directml_ops.txt``, read from its Windows wheel). No GPU needed:
+(``src/<package>/machinery/directml_ops.txt``, read from its Windows wheel). No GPU needed:
 
     python docs/checks/optimizer_ops.py
 
@@ -68,7 +68,7 @@ def functional(name: str) -> str:
 def directml_kernels() -> list:
     """The entries (``aten::name.overload``) of the project's DirectML list, if present."""
     entries = []
-    for path in PROJECT.glob("src/*/directml_ops.txt"):
+    for path in PROJECT.glob("src/*/machinery/directml_ops.txt"):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.startswith("aten::"):
                 entries.append(line[len("aten::") :])

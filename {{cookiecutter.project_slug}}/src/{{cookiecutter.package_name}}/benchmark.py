@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import torch
 
-from . import data, devices, reporting
-from .cli import positive_int, safe_console
+from . import data
+from .machinery import devices, reporting
+from .machinery.cli import positive_int, safe_console
+from .machinery.optim import build_optimizer
 from .model import LeNet5, to_device
-from .optim import build_optimizer
 from .train import train_step
 
 DEFAULT_BATCHES = 200

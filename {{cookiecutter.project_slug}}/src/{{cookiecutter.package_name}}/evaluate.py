@@ -16,10 +16,13 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoints, data, devices, reporting
-from .cli import positive_int, safe_console
+from . import data
+from .datasets import mnist
+from .machinery import checkpoints, devices, reporting
+from .machinery.checkpoints import BEST, LAST
+from .machinery.cli import positive_int, safe_console
 from .model import NUM_CLASSES, LeNet5, to_device
-from .train import BEST, EVAL_BATCH_SIZE, LAST
+from .train import EVAL_BATCH_SIZE
 
 TEST_METRICS_JSON = "test_metrics.json"
 
@@ -103,7 +106,7 @@ def evaluate_checkpoint(
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         if dataset is None:
             dataset = data.load_dataset(name, data_dir)
-    except (devices.DeviceNotAvailable, data.MNISTUnavailable, ValueError) as error:
+    except (devices.DeviceNotAvailable, mnist.MNISTUnavailable, ValueError) as error:
         raise EvaluationError(str(error)) from error
     model = to_device(LeNet5(), option.device)
     try:

@@ -1,7 +1,7 @@
 """Summarise a folder of ``verify_install --json`` reports: who can train, on what, and what fails.
 
-    python -m <package>.reports FOLDER              a plain-text summary
-    python -m <package>.reports FOLDER --markdown   the same as Markdown tables
+    python -m <package>.doctor.reports FOLDER              a plain-text summary
+    python -m <package>.doctor.reports FOLDER --markdown   the same as Markdown tables
 
 For workshop instructors: every participant runs ``python -m <package>.verify_install --json``
 with its output redirected to a file named after them or their machine; collect the files in
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .cli import safe_console
+from ..machinery.cli import safe_console
 
 SEVERITY = {"broken": 0, "cpu-fallback": 1, "unknown": 2, "works": 3}
 STATUS_ORDER = ("works", "cpu-fallback", "broken", "unknown")
@@ -411,9 +411,9 @@ def summarise(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    package = __package__ or ""
+    package = (__package__ or "").rpartition(".")[0]  # the project's package
     parser = argparse.ArgumentParser(
-        prog=f"python -m {package}.reports" if package else "reports",
+        prog=f"python -m {package}.doctor.reports" if package else "reports",
         description="Summarise a folder of `verify_install --json` reports into tables: the "
         "verdicts, the devices, every machine, and the problems several machines share.",
         epilog=f"collect reports with: python -m {package or '<package>'}.verify_install --json "

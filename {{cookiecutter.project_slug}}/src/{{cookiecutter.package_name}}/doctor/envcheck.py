@@ -21,12 +21,12 @@ import textwrap
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Sequence
 
+from ..machinery.project import Project, load_project
 from . import gpu_linux, gpu_windows, os_info
 from .bounded import describe_error
 from .drivers import driver_age, nvidia_branch
 from .gpus import AMD, INTEGRATED, INTEL, NVIDIA, QUALCOMM, Gpu, GpuScan
 from .os_info import DIRECTML_MIN_BUILD, WINDOWS_11_BUILD, OsInfo
-from .project import Project, load_project
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 

@@ -21,6 +21,8 @@ from typing import Any, Iterator
 import torch
 
 FORMAT = "lenet5-training-checkpoint"
+LAST = "last.pt"  # written after every epoch (and on Ctrl+C): what --resume continues
+BEST = "best.pt"  # the epoch with the best validation accuracy so far
 VERSION = 1
 
 

@@ -1,0 +1,654 @@
+"""Does this setup work, and if not, what exactly to do: one command, a table and a verdict.
+
+    python -m <package>.verify_install            a table, a one-line verdict, the fixes
+    python -m <package>.verify_install --json     the same as JSON, for scripts and instructors
+
+Steps: the standard-library environment checks (``envcheck``: Python, OS, GPUs and drivers);
+the installed torch / torchvision / torch-directml against the project's pins; the devices
+torch finds (DirectML adapters with their float64 support, or the reason DirectML cannot
+load); a LeNet forward and backward pass on the chosen device compared with the CPU; the
+operators that fell back to the CPU during one training step; the time of that step on the
+device and on the CPU.
+
+Exit codes: 0 the chosen accelerator works (or a CPU-only project runs on the CPU); 3 training
+falls back to the CPU; 4 the install is broken; 2 wrong arguments (see ``--help``).
+
+torch is imported inside functions only: a missing or broken torch is a finding with its fix
+and the exit code for a broken install, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import json
+import re
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..machinery.cli import safe_console
+from ..machinery.project import Project, load_project, parse_version
+from . import envcheck
+from .bounded import describe_error
+from .envcheck import FAIL, OK, WARN, Finding
+
+# The project's package: the doctor lives one level below it.
+PACKAGE = (__package__ or "").rpartition(".")[0]
+EXIT_OK = 0
+EXIT_CPU_FALLBACK = 3
+EXIT_BROKEN = 4
+VERDICTS = {EXIT_OK: "works", EXIT_CPU_FALLBACK: "cpu-fallback", EXIT_BROKEN: "broken"}
+
+EXIT_CODES_HELP = f"""\
+exit codes:
+  {EXIT_OK}  the chosen accelerator works (or the project is CPU-only and the CPU works)
+  {EXIT_CPU_FALLBACK}  training would fall back to the CPU: the project's accelerator is not usable
+  {EXIT_BROKEN}  the install is broken: torch is missing or fails to import, or the smoke test
+     or the training step fails
+  2  wrong command-line arguments
+"""
+
+SMOKE_BATCH = 16
+SMOKE_TOLERANCE = 1e-2  # relative to the largest value; TF32 convolutions stay below 1e-3
+STEP_BATCH = 64
+TIMED_STEPS = 5
+TIME_BUDGET_S = 1.0  # per device for the timed steps
+FALLBACK_WARNING = re.compile(
+    r"The operator '([^']+)' is not currently (?:supported|implemented) on the (\S+) "
+    r"(?:backend|device)"
+)
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+
+
+@dataclass
+class Report:
+    project: dict[str, Any]
+    findings: list[Finding] = field(default_factory=list)
+    packages: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    unavailable: list[dict[str, Any]] = field(default_factory=list)
+    chosen: dict[str, Any] | None = None
+    smoke_test: dict[str, Any] | None = None
+    fallback_operators: list[str] = field(default_factory=list)
+    timing: dict[str, Any] | None = None
+    exit_code: int = EXIT_BROKEN
+    verdict: str = ""
+    seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the check
+
+    def lap(self, phase: str, since: float) -> float:
+        """Record the seconds of ``phase`` since ``since``; returns now for the next lap."""
+        now = time.perf_counter()
+        self.phases[phase] = round(now - since, 2)
+        return now
+
+    def add(self, check: str, status: str, found: str, fix: str = "") -> None:
+        self.findings.append(Finding(check, status, found, fix))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "verdict": {
+                "exit_code": self.exit_code,
+                "status": VERDICTS.get(self.exit_code, "unknown"),
+                "message": self.verdict,
+            },
+            "findings": [finding.to_dict() for finding in self.findings],
+            "packages": self.packages,
+            "devices": self.devices,
+            "unavailable": self.unavailable,
+            "chosen": self.chosen,
+            "smoke_test": self.smoke_test,
+            "fallback_operators": self.fallback_operators,
+            "timing": self.timing,
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "platform": envcheck.describe_platform(),
+            "seconds": round(self.seconds, 2),
+            "phases": self.phases,
+        }
+
+
+# ------------------------------------------------------------------------------ packages
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (pip's name), or None."""
+    from importlib import metadata  # Python 3.8+
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _install_fix(project: Project) -> str:
+    pins = " ".join(f"{name}=={version}" for name, version in sorted(project.pins.items()))
+    index = f" --extra-index-url {project.index_url}" if project.index_url else ""
+    return (
+        "In the project's environment: `pip install -r requirements.txt` (venv) or "
+        f"`conda env update -f environment.yml` (conda), or directly `pip install {pins}{index}`."
+    )
+
+
+def check_packages(
+    project: Project, version_of: Callable[[str], str | None] = installed_version
+) -> tuple[list[Finding], dict[str, dict[str, str | None]]]:
+    """Installed versions of the pinned packages; local tags like '+cu121' are ignored."""
+    findings, packages = [], {}
+    for name in sorted(project.pins, key=lambda n: (n != "torch", n)):
+        pinned = project.pins[name]
+        try:
+            installed = version_of(name)
+        except Exception:  # metadata so damaged that it cannot be read: as good as missing
+            installed = None
+        packages[name] = {"installed": installed, "pinned": pinned}
+        if installed is None:
+            why = {
+                "torch": "nothing can train",
+                "torch-directml": "DirectML cannot be used and training falls back to the CPU",
+                "torchvision": "MNIST cannot be loaded (synthetic digits still work)",
+            }.get(name, "the project may not run")
+            status = FAIL if name == "torch" else WARN
+            findings.append(
+                Finding(
+                    name,
+                    status,
+                    f"{name} is not installed (pinned: {pinned}): {why}.",
+                    _install_fix(project),
+                )
+            )
+        elif installed.split("+")[0] != pinned:
+            older = parse_version(installed) < parse_version(pinned)
+            findings.append(
+                Finding(
+                    name,
+                    WARN,
+                    f"{name} {installed} is installed; this project pins {pinned} "
+                    f"({'older' if older else 'a different version'}: untested here).",
+                    _install_fix(project),
+                )
+            )
+        else:
+            findings.append(Finding(name, OK, f"{name} {installed} (pinned {pinned})."))
+    return findings, packages
+
+
+# --------------------------------------------------------------------------------- torch
+
+
+def import_torch() -> Any:
+    return importlib.import_module("torch")
+
+
+def torch_import_finding(error: BaseException, project: Project) -> Finding:
+    text = describe_error(error)
+    if isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] == "torch":
+        return Finding(
+            "torch",
+            FAIL,
+            f"torch cannot be imported in this Python ({sys.executable}): {text}.",
+            "Run this with the project's environment (`conda activate ...` or the .venv; in "
+            "PyCharm select it as the project interpreter). If it is the right one: "
+            + _install_fix(project),
+        )
+    if isinstance(error, OSError) and ("dll" in text.lower() or "WinError" in text):
+        return Finding(
+            "torch",
+            FAIL,
+            f"torch is installed but its libraries do not load: {text}.",
+            "Install the Microsoft Visual C++ Redistributable (x64) from "
+            "https://aka.ms/vs/17/release/vc_redist.x64.exe, open a new terminal and try again; "
+            f"if it persists: `pip install --force-reinstall torch=={project.pins.get('torch')}`.",
+        )
+    return Finding(
+        "torch",
+        FAIL,
+        f"torch is installed but fails to import: {text}.",
+        f"Reinstall it: `pip install --force-reinstall torch=={project.pins.get('torch')}`"
+        + (f" --extra-index-url {project.index_url}" if project.index_url else "")
+        + "; then run this check again.",
+    )
+
+
+def load_modules() -> tuple[Any, Any, Any]:
+    """The project's torch modules: devices, model and train."""
+    return tuple(  # type: ignore[return-value]
+        importlib.import_module(f"{PACKAGE}.{name}")
+        for name in ("machinery.devices", "model", "train")
+    )
+
+
+def model_input(torch: Any, images_uint8: Any) -> Any:
+    return (images_uint8.float() / 255.0 - MNIST_MEAN) / MNIST_STD
+
+
+def _relative_error(torch: Any, candidate: Any, reference: Any) -> float:
+    candidate = candidate.detach().to("cpu", torch.float32)
+    reference = reference.detach().to(torch.float32)
+    scale = max(float(reference.abs().max()), 1e-6)
+    return float((candidate - reference).abs().max()) / scale
+
+
+def smoke_test(torch: Any, lenet: Callable[[], Any], device: Any) -> dict[str, Any]:
+    """LeNet forward and backward on ``device`` against the same on the CPU."""
+    torch.manual_seed(0)
+    reference = lenet()
+    candidate = copy.deepcopy(reference).to(device)
+    images = torch.randint(0, 256, (SMOKE_BATCH, 1, 28, 28), dtype=torch.uint8)
+    labels = torch.arange(SMOKE_BATCH) % 10
+    cross_entropy = torch.nn.functional.cross_entropy
+
+    ref_logits = reference(model_input(torch, images))
+    ref_loss = cross_entropy(ref_logits, labels)
+    ref_loss.backward()
+    logits = candidate(model_input(torch, images.to(device)))
+    loss = cross_entropy(logits, labels.to(device))
+    loss.backward()
+
+    errors = {"logits": _relative_error(torch, logits, ref_logits)}
+    errors["loss"] = _relative_error(torch, loss, ref_loss)
+    for (name, param), (_, ref_param) in zip(
+        candidate.named_parameters(), reference.named_parameters()
+    ):
+        if param.grad is None:
+            raise RuntimeError(f"no gradient for {name} on {device}")
+        errors[f"grad {name}"] = _relative_error(torch, param.grad, ref_param.grad)
+    worst = max(errors, key=lambda key: errors[key])
+    finite = bool(torch.isfinite(loss.detach().cpu()).all()) and all(  # checked on the CPU
+        bool(torch.isfinite(param.grad.detach().cpu()).all()) for param in candidate.parameters()
+    )
+    return {
+        "device": str(device),
+        "loss": float(loss.detach().cpu()),
+        "max_relative_error": errors[worst],
+        "worst": worst,
+        "tolerance": SMOKE_TOLERANCE,
+        "finite": finite,
+        "passed": finite and errors[worst] <= SMOKE_TOLERANCE,
+    }
+
+
+def training_defaults(train: Any) -> tuple[str, float]:
+    """The optimizer and learning rate ``train`` uses without options: what users will run."""
+    try:
+        config = train.TrainConfig()
+        return str(config.optimizer), float(config.peak_lr)
+    except Exception:  # an older or changed train module: plain SGD still exercises the step
+        return "sgd", 0.01
+
+
+def _step_setup(torch: Any, lenet: Callable[[], Any], train: Any, device: Any) -> tuple[Any, ...]:
+    torch.manual_seed(1)
+    model = lenet().to(device)  # to the device first, then the optimizer (see docs)
+    name, lr = training_defaults(train)
+    optimizer = train.build_optimizer(name, model.parameters(), lr, device.type)
+    images = torch.randint(0, 256, (STEP_BATCH, 1, 28, 28), dtype=torch.uint8).to(device)
+    labels = (torch.arange(STEP_BATCH) % 10).to(device)
+    return model, optimizer, images, labels
+
+
+def _timed_steps(torch: Any, train: Any, setup: tuple[Any, ...], steps: int) -> tuple[float, int]:
+    """(seconds per training step, steps run): at most ``steps``, fewer once TIME_BUDGET_S is
+    spent (a busy CPU must not make the check slow). The readback at the end is the barrier:
+    DirectML has no synchronize."""
+    model, optimizer, images, labels = setup
+    start = time.perf_counter()
+    loss_sum, done = None, 0
+    while done < steps:
+        loss_sum, _correct = train.train_step(model, optimizer, images, labels)
+        done += 1
+        if time.perf_counter() - start > TIME_BUDGET_S:
+            break
+    float(loss_sum.detach().cpu())
+    return (time.perf_counter() - start) / done, done
+
+
+def training_step(
+    torch: Any, lenet: Callable[[], Any], train: Any, device: Any, against_cpu: bool = True
+) -> tuple[list[str], list[str], dict[str, Any]]:
+    """One training step with warnings captured: (fallback operators, other warnings, timing).
+
+    The step is then timed on ``device`` and, with ``against_cpu``, on the CPU too."""
+    setup = _step_setup(torch, lenet, train, device)
+    set_warn_always = getattr(torch, "set_warn_always", None)
+    was_always = torch.is_warn_always_enabled() if set_warn_always else False
+    if set_warn_always:
+        set_warn_always(True)  # else a warning raised in C++ may appear once per process only
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loss_sum, _correct = train.train_step(*setup)
+            loss = float(loss_sum.detach().cpu())
+    finally:
+        if set_warn_always:
+            set_warn_always(was_always)
+    operators, others = [], []
+    for warning in caught:
+        message = str(warning.message)
+        match = FALLBACK_WARNING.search(message)
+        if match:
+            if match.group(1) not in operators:
+                operators.append(match.group(1))
+        elif message not in others:
+            others.append(" ".join(message.split())[:200])
+    if loss != loss:
+        raise RuntimeError(f"the training step on {device} produced a NaN loss")
+    seconds, steps = _timed_steps(torch, train, setup, TIMED_STEPS)
+    timing = {"device": str(device), "batch": STEP_BATCH, "steps": steps}
+    timing["device_ms"] = 1000 * seconds
+    if against_cpu:
+        cpu_setup = _step_setup(torch, lenet, train, torch.device("cpu"))
+        _timed_steps(torch, train, cpu_setup, 1)  # warm-up
+        seconds, timing["cpu_steps"] = _timed_steps(torch, train, cpu_setup, TIMED_STEPS)
+        timing["cpu_ms"] = 1000 * seconds
+    return operators, others[:5], timing
+
+
+# ------------------------------------------------------------------------------- the run
+
+
+def _device_findings(report: Report, discovery: Any, project: Project) -> None:
+    for option in discovery.options:
+        details = option.details or {}
+        float64 = details.get("float64")
+        extra = ""
+        if float64 is not None:
+            extra = f", float64 {'supported' if float64 else 'NOT supported (keep float32)'}"
+        report.add("Device", OK, f"{option.label}: {option.name}{extra}.")
+        report.devices.append(
+            {
+                "kind": option.kind,
+                "index": option.index,
+                "name": option.name,
+                "device": str(option.device),
+                "details": dict(details),
+            }
+        )
+    absent = []  # backends this install or machine simply does not have: one line for all
+    for missing in discovery.unavailable:
+        report.unavailable.append(
+            {
+                "kind": missing.kind,
+                "reason": missing.reason,
+                "installed": getattr(missing, "installed", True),
+            }
+        )
+        ours = missing.kind == project.accelerator
+        if ours or getattr(missing, "installed", True):
+            status = WARN if ours or project.accelerator != "cpu" else OK
+            fix = ""
+            if missing.kind == "directml" and ours:
+                fix = _directml_fix(missing.reason, project)
+            elif missing.kind == "cuda":
+                fix = _cuda_fix(missing.reason, project)
+            report.add("Device", status, f"{missing.kind} unavailable: {missing.reason}.", fix)
+        else:
+            absent.append(f"{missing.kind} ({missing.reason})")
+    if absent:
+        report.add("Device", OK, f"Not on this machine or build: {'; '.join(absent)}.")
+
+
+def _directml_fix(reason: str, project: Project) -> str:
+    if "not installed" in reason:
+        return _install_fix(project)
+    if "libd3d12" in reason or "libdxcore" in reason:
+        return (
+            "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
+            "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work; "
+            "the CPU trains without any fix, and the GPU lines name the backend for your GPU."
+        )
+    return (
+        "Update the GPU driver (the Driver lines say how) and restart; if it persists, train "
+        "with `--device cpu` and report the reason above."
+    )
+
+
+def _cuda_fix(reason: str, project: Project) -> str:
+    if "no CUDA" in reason:  # a CPU-only torch, e.g. PyPI's torch on Windows
+        pins = " ".join(f"{name}=={project.pins[name]}" for name in ("torch", "torchvision"))
+        index = project.index_url or "https://download.pytorch.org/whl/cu130"
+        return (
+            f"Install the CUDA build: `pip install --force-reinstall {pins} --index-url {index}`."
+        )
+    return (
+        "CUDA needs an NVIDIA GPU and its driver: check that `nvidia-smi` lists the GPU and "
+        "update the driver (the Driver lines say which). Without an NVIDIA GPU, the CPU trains."
+    )
+
+
+def run(request: str = "auto") -> Report:
+    started = time.perf_counter()
+    try:
+        project = load_project()
+    except Exception as error:
+        report = Report(project={})
+        report.add(
+            "Project",
+            FAIL,
+            f"project.json could not be read: {describe_error(error)}.",
+            "Restore src/<package>/project.json from version control or regenerate the project.",
+        )
+        report.exit_code = EXIT_BROKEN
+        report.verdict = "BROKEN: the project's own settings are missing."
+        return report
+    report = Report(
+        project={
+            "name": project.project_name,
+            "package": project.package_name,
+            "accelerator": project.accelerator,
+            "pins": dict(project.pins),
+        }
+    )
+    report.findings.extend(envcheck.run_checks(context="project", project=project))
+    findings, report.packages = check_packages(project)
+    report.lap("environment", started)
+    report.findings.extend(findings)
+    _run_torch(report, project, request)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _run_torch(report: Report, project: Project, request: str) -> None:
+    try:
+        since = time.perf_counter()
+        torch = import_torch()
+        devices, model, train = load_modules()
+    except Exception as error:
+        not_installed = report.packages.get("torch", {}).get("installed", "") is None
+        if not (not_installed and isinstance(error, ModuleNotFoundError)):  # else said already
+            report.findings.append(torch_import_finding(error, project))
+        report.exit_code = EXIT_BROKEN
+        report.verdict = "BROKEN: torch does not import, so nothing can train."
+        return
+    try:
+        since = report.lap("import torch", since)
+        discovery = devices.discover()
+        since = report.lap("devices", since)
+        _device_findings(report, discovery, project)
+    except Exception as error:
+        report.add("Device", FAIL, f"Device discovery failed: {describe_error(error)}.")
+        report.exit_code = EXIT_BROKEN
+        report.verdict = "BROKEN: the devices could not be listed."
+        return
+    explicit = request not in ("", "auto")
+    try:
+        chosen = devices.choose(request, discovery)
+    except Exception as error:  # DeviceNotAvailable names what is available
+        report.add("Chosen", WARN, f"{describe_error(error)}", "Pick one of the available devices.")
+        chosen, explicit = devices.choose("cpu", discovery), False
+    report.chosen = {
+        "label": chosen.label,
+        "kind": chosen.kind,
+        "name": chosen.name,
+        "device": str(chosen.device),
+    }
+    report.add("Chosen", OK, f"{chosen.label} ({chosen.name}).")
+    accelerator = chosen.kind != "cpu"
+    works = _numbers(report, torch, model.LeNet5, train, chosen.device, accelerator)
+    report.lap("smoke test and timing", since)
+    if not works:
+        report.exit_code = EXIT_BROKEN
+        report.verdict = (
+            f"BROKEN: {chosen.label} computes LeNet wrong or fails to train; train with "
+            "`--device cpu` until the fixes below are done."
+            if chosen.kind != "cpu"
+            else "BROKEN: LeNet does not run on the CPU."
+        )
+        return
+    if chosen.kind != "cpu":
+        report.exit_code = EXIT_OK
+        report.verdict = f"WORKS: training runs on {chosen.label} ({chosen.name})."
+    elif project.accelerator == "cpu" or explicit:
+        report.exit_code = EXIT_OK
+        report.verdict = "WORKS: training runs on the CPU, as chosen."
+    else:
+        report.exit_code = EXIT_CPU_FALLBACK
+        report.verdict = (
+            f"CPU FALLBACK: {project.accelerator} is not usable here, so training runs on the "
+            "CPU (slower); the WARN lines above say why."
+        )
+
+
+def _numbers(
+    report: Report, torch: Any, lenet: Any, train: Any, device: Any, accelerator: bool
+) -> bool:
+    """Smoke test, fallback operators and timing; False when the device gets it wrong.
+
+    ``accelerator``: the device is not the CPU, so compare with the CPU and time both."""
+    try:
+        report.smoke_test = smoke_test(torch, lenet, device)
+    except Exception as error:
+        report.smoke_test = {"device": str(device), "passed": False, "error": describe_error(error)}
+        report.add(
+            "Smoke test",
+            FAIL,
+            f"LeNet forward+backward on {device} failed: {describe_error(error)}.",
+            "Train with `--device cpu`; update the GPU driver.",
+        )
+        return False
+    smoke = report.smoke_test
+    if not accelerator:
+        summary = (
+            f"LeNet forward+backward on the CPU: loss {smoke['loss']:.3f}, "
+            f"{'all values finite' if smoke['finite'] else 'NaN or infinite values'}."
+        )
+    else:
+        summary = (
+            f"LeNet forward+backward on {device} vs the CPU: largest relative difference "
+            f"{smoke['max_relative_error']:.1e} ({smoke['worst']}), tolerance "
+            f"{SMOKE_TOLERANCE:g}."
+        )
+    if not smoke["passed"]:
+        report.add(
+            "Smoke test",
+            FAIL,
+            summary,
+            "Do not train on this device: use `--device cpu` and update the GPU driver.",
+        )
+        return False
+    report.add("Smoke test", OK, summary)
+    try:
+        operators, others, timing = training_step(torch, lenet, train, device, accelerator)
+    except Exception as error:
+        report.add(
+            "Train step",
+            FAIL,
+            f"One training step on {device} failed: {describe_error(error)}.",
+            "Train with `--device cpu` meanwhile.",
+        )
+        return False
+    report.fallback_operators, report.timing = operators, timing
+    if operators:
+        report.add(
+            "CPU fallback",
+            WARN,
+            f"{len(operators)} operator(s) of one training step ran on the CPU instead of "
+            f"{device}: {', '.join(operators)}.",
+            "Each fallback copies tensors to the CPU and back in every step. The training code "
+            "avoids them on DirectML (SGD with foreach=False, a lerp-free Adam): check that "
+            "torch and torch-directml match the pins above and report the operators.",
+        )
+    else:
+        report.add("CPU fallback", OK, "No operator of one training step fell back to the CPU.")
+    if others:
+        report.add("Warnings", WARN, "During the training step: " + " | ".join(others))
+    device_ms = timing["device_ms"]
+    if "cpu_ms" in timing:
+        ratio = timing["cpu_ms"] / device_ms if device_ms > 0 else float("inf")
+        report.add(
+            "Timing",
+            OK if ratio >= 1 else WARN,
+            f"One step of {STEP_BATCH} images: {device_ms:.1f} ms on {device}, "
+            f"{timing['cpu_ms']:.1f} ms on the CPU ({ratio:.1f}x).",
+            ""
+            if ratio >= 1
+            else "The CPU is faster for this small model here: "
+            "`--device cpu` trains faster; larger batches favour the GPU.",
+        )
+    else:
+        report.add("Timing", OK, f"One step of {STEP_BATCH} images: {device_ms:.1f} ms on the CPU.")
+    return True
+
+
+# ------------------------------------------------------------------------------- output
+
+
+def render_text(report: Report) -> str:
+    project = report.project
+    name, accelerator = project.get("name", "?"), project.get("accelerator", "?")
+    title = f"verify_install: {name} (accelerator: {accelerator})"
+    lines = [title, "=" * min(len(title), 100), envcheck.format_table(report.findings), ""]
+    lines.append(f"Verdict (exit {report.exit_code}): {report.verdict}")
+    fixes = envcheck.format_fixes(report.findings)
+    if fixes:
+        lines += ["", fixes]
+    lines += ["", f"({report.seconds:.1f} s; `--json` for a machine-readable report)"]
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {PACKAGE}.verify_install" if PACKAGE else "verify_install",
+        description="Check Python, OS, GPU drivers, the installed packages and the device "
+        "PyTorch trains on; print a table, a verdict and the fixes.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="device to test: auto (default: what training picks), directml, directml:N, "
+        "cuda, cuda:N, xpu, mps or cpu",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    safe_console()
+    try:
+        report = run(args.device)
+    except Exception as error:  # a bug here must still give the user something to act on
+        report = Report(project={})
+        report.add(
+            "internal",
+            FAIL,
+            f"verify_install failed: {describe_error(error)}.",
+            "Please report this output to the project's maintainers.",
+        )
+        report.verdict = "BROKEN: verify_install itself failed."
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(render_text(report))
+    return report.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,402 @@
+"""The bookkeeping of a training run, so that ``train.py`` can show only the learning.
+
+A ``TrainingRun`` holds what the loop needs besides the model and the optimizer: the data on
+the device, the shuffling generator, the schedule's step counts, the history of epochs, and
+where a stopped run stands inside an epoch. It writes the checkpoints (``last.pt`` every epoch,
+``best.pt`` when validation improves; CPU tensors, atomic), the metrics files and the curves,
+and it restores all of it for ``--resume``, so that a resumed run continues exactly the same
+curve, even from the middle of an epoch after Ctrl+C.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from .. import data
+from ..datasets import mnist
+from . import checkpoints, devices, reporting
+from .console import print_epoch, say
+from .optim import one_cycle_lr
+from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
+
+LAST = checkpoints.LAST
+BEST = checkpoints.BEST
+DRY_RUN_BATCHES = 3
+_STOPPED_KEPT = "Training stopped; the last good checkpoint is kept."
+
+# What a resumed run takes from its checkpoint: everything that shapes the curve.
+RUN_SETTINGS = (
+    "epochs",
+    "batch_size",
+    "lr",
+    "optimizer",
+    "momentum",
+    "weight_decay",
+    "seed",
+    "dataset",
+)
+
+
+@dataclass
+class Position:
+    """Where a run stands inside an epoch: enough to continue it exactly."""
+
+    batch: int  # the next batch to run
+    generator: torch.Tensor  # shuffling generator state at the start of the epoch
+    loss_sum: float
+    correct: int
+    seen: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class EpochTraining:
+    loss: float  # mean over the epoch's training samples
+    accuracy: float
+    batches: int  # batches done in this epoch
+    samples: int  # samples trained in this session (a resumed epoch counts only its rest)
+    seconds: float  # time of this session's part, ended by a readback
+    seconds_before: float  # time spent on this epoch before a resume
+    started: float  # perf_counter() when this session's part began
+
+
+class EpochMeter:
+    """Loss and correct predictions summed over an epoch in device tensors: ``add`` never reads
+    a value back (a readback is a synchronisation point); ``running`` and ``finish`` do."""
+
+    def __init__(
+        self,
+        device: torch.device,
+        generator_state: torch.Tensor,
+        first: int,
+        position: Position | None,
+    ) -> None:
+        self.generator_state, self.first = generator_state, first
+        self.loss_sum = torch.zeros((), device=device)
+        self.correct = torch.zeros((), dtype=torch.int64, device=device)
+        self.seen, self.seconds_before = 0, 0.0
+        if position is not None:  # continue the sums of the part done before a resume
+            self.loss_sum += position.loss_sum
+            self.correct += position.correct
+            self.seen, self.seconds_before = position.seen, position.seconds
+        self.seen_before = self.seen
+        self.started = time.perf_counter()
+
+    def add(self, loss_sum: torch.Tensor, correct: torch.Tensor, samples: int) -> None:
+        self.loss_sum += loss_sum
+        self.correct += correct
+        self.seen += samples
+
+    def running(self) -> tuple[float, float]:
+        """(mean loss, accuracy) so far: one readback."""
+        return float(self.loss_sum.item()) / self.seen, int(self.correct.item()) / self.seen
+
+    def position(self, next_batch: int) -> Position:
+        return Position(
+            next_batch,
+            self.generator_state,
+            float(self.loss_sum.item()),
+            int(self.correct.item()),
+            self.seen,
+            self.seconds_before + time.perf_counter() - self.started,
+        )
+
+    def finish(self, batches: int) -> EpochTraining:
+        loss = float(self.loss_sum.item()) / max(1, self.seen)  # readback: the timing barrier
+        accuracy = int(self.correct.item()) / max(1, self.seen)
+        seconds = time.perf_counter() - self.started
+        samples = self.seen - self.seen_before
+        return EpochTraining(
+            loss, accuracy, batches, samples, seconds, self.seconds_before, self.started
+        )
+
+
+@dataclass
+class RunResult:
+    history: list[dict[str, Any]]
+    test_loss: float
+    test_accuracy: float
+    device: str
+    dataset: str
+    files: list[Path] = field(default_factory=list)
+
+
+class TrainingRun:
+    """Everything about one run except the learning itself; see the module docstring."""
+
+    def __init__(
+        self,
+        cfg: Any,
+        option: devices.DeviceOption,
+        dataset: data.Dataset,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        stop: StopSignal,
+    ) -> None:
+        self.cfg, self.option, self.stop = cfg, option, stop
+        self.dataset, self.model, self.optimizer = dataset, model, optimizer
+        self.out = Path(cfg.output_dir)
+        self.last_path = self.out / LAST
+        self.generator = torch.Generator().manual_seed(cfg.seed)  # CPU generator, any device
+        self.history: list[dict[str, Any]] = []
+        self.best_accuracy = -1.0
+        self.epochs_done = 0
+        self.position: Position | None = None
+        steps = data.num_batches(len(dataset.train), cfg.batch_size)
+        self.steps_per_epoch = min(steps, DRY_RUN_BATCHES) if cfg.dry_run else steps
+        self.total_steps = cfg.epochs * self.steps_per_epoch
+        self.epochs = 1 if cfg.dry_run else cfg.epochs
+        self.eval_limit = 1 if cfg.dry_run else None
+        name = dataset.description.split(":")[0]
+        self.title = f"LeNet-5 on {name} - {option.describe()}"
+
+    @property
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def lr(self, epoch: int, step: int) -> float:
+        """The one-cycle schedule's rate for ``step`` of ``epoch``: a pure function of the
+        global step, so a resumed run continues on exactly the same schedule."""
+        return one_cycle_lr(epoch * self.steps_per_epoch + step, self.total_steps, self.cfg.peak_lr)
+
+    # -- inside an epoch
+
+    def start_epoch(self, epoch: int) -> tuple[int, EpochMeter]:
+        """(first batch, meter): batch 0 and empty sums, or where a stopped run left off."""
+        position, self.position = self.position, None
+        if position is not None:
+            self.generator.set_state(position.generator)  # the same shuffle as before the stop
+        first = 0 if position is None else position.batch
+        return first, EpochMeter(self.model_device, self.generator.get_state(), first, position)
+
+    @property
+    def model_device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def checked(self, values: tuple[float, float], epoch: int, batch: int) -> tuple[float, float]:
+        """The NaN guard: ``values`` (loss, accuracy) unchanged, or TrainingDiverged."""
+        if not finite(values[0]):
+            raise self.diverged(epoch, batch)
+        return values
+
+    def stop_inside_epoch(self, epoch: int, meter: EpochMeter, next_batch: int) -> None:
+        """Ctrl+C inside an epoch: save where the run stands, then raise Interrupted."""
+        here = meter.position(next_batch)
+        if not finite(here.loss_sum):
+            raise self.diverged(epoch, here.batch)
+        message = f"Stopped in epoch {epoch + 1} after batch {here.batch}/{self.steps_per_epoch}."
+        if not self.cfg.dry_run:
+            self.save(self.last_path, here)
+            message += f" Saved {self.last_path}; --resume continues from there."
+        raise Interrupted(message)
+
+    def diverged(self, epoch: int, batch: int) -> TrainingDiverged:
+        kept = (
+            f"The last good checkpoint ({self.last_path}, epoch {self.epochs_done}) is kept."
+            if self.epochs_done and not self.cfg.dry_run
+            else "No checkpoint was written."
+        )
+        return TrainingDiverged(
+            f"The loss became NaN or infinite in epoch {epoch + 1} (by batch {batch}): training "
+            f"diverged and was stopped. {kept} Try a lower --lr (now {self.cfg.peak_lr:g})."
+        )
+
+    # -- between epochs
+
+    def end_epoch(
+        self, epoch: int, trained: EpochTraining, validation: tuple[float, float]
+    ) -> None:
+        """Record the epoch, print its line, save checkpoints, metrics and curves; stop here if
+        Ctrl+C was pressed during the epoch's last batch or its validation."""
+        val_loss, val_accuracy = validation
+        if not finite(trained.loss) or not finite(val_loss):
+            raise self.diverged(epoch, trained.batches)
+        row = {
+            "epoch": epoch + 1,
+            "train_loss": trained.loss,
+            "train_accuracy": trained.accuracy,
+            "val_loss": val_loss,
+            "val_accuracy": val_accuracy,
+            "lr": self.lr(epoch, trained.batches - 1),
+            # the whole epoch: training (before and after a resume) and validation
+            "seconds": round(trained.seconds_before + time.perf_counter() - trained.started, 3),
+            "samples_per_s": round(trained.samples / max(trained.seconds, 1e-9), 1),
+        }
+        self.history.append(row)
+        self.epochs_done = row["epoch"]
+        print_epoch(row, self.epochs, self.dataset.synthetic)
+        if not self.cfg.dry_run:
+            improved = val_accuracy > self.best_accuracy
+            self.best_accuracy = max(self.best_accuracy, val_accuracy)
+            self.save(self.last_path)
+            if improved:
+                self.save(self.out / BEST)
+            self.write_reports()
+        if self.stop.requested:
+            raise Interrupted(
+                f"Stopped after epoch {epoch + 1}. "
+                f"Saved {self.last_path}; --resume continues from there."
+            )
+
+    def kept(self) -> str:
+        """What an interrupted run leaves behind, for its last message."""
+        if self.last_path.exists() and not self.cfg.dry_run:
+            return (
+                f"The last checkpoint ({self.last_path}, epoch {self.epochs_done}) is kept; "
+                "--resume continues from it."
+            )
+        return "Nothing was saved."
+
+    def finish(self, test: tuple[float, float]) -> RunResult:
+        """Print the test result, write the final metrics, list the output files."""
+        test_loss, test_accuracy = test
+        cfg, test_split = self.cfg, self.dataset.test
+        label = "SYNTHETIC test digits (not MNIST)" if self.dataset.synthetic else "MNIST test set"
+        say(
+            f"test accuracy {100 * test_accuracy:.2f}% on the {label} "
+            f"({len(test_split)} images), loss {test_loss:.4f}"
+        )
+        files: list[Path] = []
+        if not cfg.dry_run and self.history:
+            extra = {
+                "test": {"loss": test_loss, "accuracy": test_accuracy, "images": len(test_split)},
+                "device": self.option.describe(),
+                "config": {n: getattr(cfg, n) for n in RUN_SETTINGS},
+            }
+            files = self.write_reports(extra)
+            files += [p for p in (self.last_path, self.out / BEST) if p.exists()]
+            say("outputs : " + ", ".join(str(p) for p in files))
+        return RunResult(
+            self.history,
+            test_loss,
+            test_accuracy,
+            self.option.describe(),
+            self.dataset.name,
+            files,
+        )
+
+    # -- files
+
+    def state(self, position: Position | None) -> dict[str, Any]:
+        return {
+            "model_class": "LeNet5",
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "config": {name: getattr(self.cfg, name) for name in RUN_SETTINGS},
+            "epochs_done": self.epochs_done,
+            "position": None if position is None else position.to_dict(),
+            "history": self.history,
+            "best_val_accuracy": self.best_accuracy,
+            "rng": {"generator": self.generator.get_state(), "torch": torch.get_rng_state()},
+            "torch_version": str(torch.__version__),
+        }
+
+    def restore(self, checkpoint: dict[str, Any]) -> None:
+        """Continue from a checkpoint: tensors come as CPU tensors and are copied into the model
+        and optimizer that already live on the device."""
+        checkpoints.restore_module(self.model, checkpoint["model"], self.last_path)
+        try:
+            self.optimizer.load_state_dict(checkpoint["optimizer"])
+            self.generator.set_state(checkpoint["rng"]["generator"])
+            torch.set_rng_state(checkpoint["rng"]["torch"])
+            self.history = list(checkpoint["history"])
+            self.best_accuracy = float(checkpoint["best_val_accuracy"])
+            self.epochs_done = int(checkpoint["epochs_done"])
+            where = checkpoint["position"]
+            self.position = None if where is None else Position(**where)
+        except Exception as error:
+            raise TrainError(
+                f"{self.last_path} cannot be resumed: {devices.one_line(error)}"
+            ) from error
+
+    def save(self, path: Path, position: Position | None = None) -> None:
+        try:
+            checkpoints.save_checkpoint(self.state(position), path)
+        except checkpoints.CheckpointWriteError as error:
+            raise TrainError(f"{error} {_STOPPED_KEPT}") from error
+
+    def write_reports(self, extra: dict[str, Any] | None = None) -> list[Path]:
+        try:
+            files = reporting.write_metrics(self.history, self.out, self.dataset.name, extra)
+            curves = self.out / reporting.CURVES_PNG
+            files.append(reporting.plot_curves(self.history, curves, self.title))
+        except OSError as error:
+            raise TrainError(f"{error} {_STOPPED_KEPT}") from error
+        return files
+
+
+# --------------------------------------------------------------------------------------------
+# Before a run: resume, device, data, output folder
+
+
+def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
+    """(settings, checkpoint): for ``--resume``, the saved run's settings and its checkpoint;
+    otherwise ``cfg`` unchanged and None. Options typed with --resume that differ from the
+    saved ones are named in a note: a resumed run keeps its own."""
+    if not cfg.resume:
+        return cfg, None
+    last = Path(cfg.output_dir) / LAST
+    if not last.exists():
+        raise TrainError(f"Nothing to resume: {last} does not exist. Start without --resume.")
+    checkpoint = _load(last)
+    saved = checkpoint["config"]
+    ignored = [n for n in explicit if n in RUN_SETTINGS and getattr(cfg, n) != saved.get(n)]
+    if ignored:
+        names = ", ".join("--" + n.replace("_", "-") for n in ignored)
+        say(
+            f"note: --resume continues the saved run with its own settings; ignored: {names}. "
+            "To change them, start a new run in another --output-dir."
+        )
+    return replace(cfg, **{n: saved[n] for n in RUN_SETTINGS if n in saved}), checkpoint
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        state = checkpoints.load_checkpoint(path)
+    except checkpoints.CheckpointError as error:
+        raise TrainError(str(error)) from error
+    needed = ("model", "optimizer", "config", "history", "rng", "epochs_done", "position")
+    missing = [k for k in needed if k not in state]
+    if missing:
+        raise TrainError(f"{path} is incomplete (no {', '.join(missing)}); it cannot be resumed.")
+    return state
+
+
+def ensure_writable(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".write-test-{id(directory)}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise TrainError(
+            f"Cannot write to the output directory {directory} ({reason}). "
+            "Choose another one with --output-dir."
+        ) from error
+
+
+def choose_device(
+    request: str, discovery: devices.Discovery | None
+) -> tuple[devices.DeviceOption, devices.Discovery]:
+    """(the device to train on, everything discovery found): ``request`` is --device."""
+    found = discovery if discovery is not None else devices.discover()
+    try:
+        return devices.choose(request, found), found
+    except devices.DeviceNotAvailable as error:
+        raise TrainError(str(error)) from error
+
+
+def load_data(name: str, data_dir: Path) -> data.Dataset:
+    try:
+        return data.load_dataset(name, data_dir)
+    except mnist.MNISTUnavailable as error:
+        raise TrainError(str(error)) from error

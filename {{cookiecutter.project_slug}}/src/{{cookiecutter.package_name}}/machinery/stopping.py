@@ -1,0 +1,82 @@
+"""How a training run stops: errors the user can act on, Ctrl+C, and the NaN guard.
+
+- A ``TrainError`` carries one or two sentences for the user and the exit code; the command
+  line prints it without a traceback.
+- The first Ctrl+C only sets a flag (``StopSignal``); the loop looks at it between steps, saves
+  a checkpoint and stops. A second Ctrl+C stops at once; the last checkpoint is kept.
+- ``finite`` is the NaN guard: the loop checks the running loss whenever it reads it back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import threading
+from typing import Any, Callable, Iterator
+
+from .console import say
+
+EXIT_USAGE = 2
+EXIT_DIVERGED = 3
+EXIT_INTERRUPTED = 130
+
+
+class TrainError(Exception):
+    """A problem the user can fix; the message is one or two sentences, no traceback."""
+
+    exit_code = EXIT_USAGE
+
+
+class TrainingDiverged(TrainError):
+    exit_code = EXIT_DIVERGED
+
+
+class Interrupted(TrainError):
+    exit_code = EXIT_INTERRUPTED
+
+
+class StopSignal:
+    """Set by the first Ctrl+C; the loop checks it between steps (a Python flag, no sync)."""
+
+    def __init__(self) -> None:
+        self._requested = False
+
+    @property
+    def requested(self) -> bool:
+        return self._requested
+
+    def request(self) -> None:
+        self._requested = True
+
+
+@contextlib.contextmanager
+def ctrl_c_stops_gracefully(stop: StopSignal, kept: Callable[[], str]) -> Iterator[None]:
+    """First Ctrl+C: finish the batch, save a checkpoint, exit. Second: stop at once, and
+    raise ``Interrupted`` whose message is "Interrupted. " + ``kept()`` (what was saved)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.requested:
+            raise KeyboardInterrupt
+        stop.request()
+        say(
+            "\nCtrl+C: finishing this batch, then saving a checkpoint and stopping "
+            "(press Ctrl+C again to stop at once without saving)."
+        )
+
+    # Signal handlers can only be installed from the main thread (a notebook worker is not).
+    installed = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if installed else None
+    if installed:
+        signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    except KeyboardInterrupt as error:  # a second Ctrl+C, or one outside the training steps
+        raise Interrupted(f"Interrupted. {kept()}") from error
+    finally:
+        if installed and previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def finite(value: float) -> bool:
+    return not (math.isnan(value) or math.isinf(value))

@@ -1,0 +1,124 @@
+"""The command line of ``python -m <package>.train``: options, and errors as exit codes.
+
+The options mirror the fields of ``train.TrainConfig`` (their defaults come from there); a
+problem the user can fix ends in one sentence on stderr and an exit code, never a traceback:
+0 done, 2 a bad option or setting, 3 training diverged, 130 stopped with Ctrl+C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .. import data
+from .cli import HelpFormatter, non_negative_float, positive_float, positive_int, safe_console
+from .console import say
+from .optim import OPTIMIZERS
+from .run import DRY_RUN_BATCHES
+from .stopping import EXIT_INTERRUPTED, Interrupted, TrainError
+
+
+def build_parser(defaults: Any) -> argparse.ArgumentParser:
+    """The parser; ``defaults`` is a ``TrainConfig()``, whose values the options default to."""
+    package = (__package__ or "<package>.").rpartition(".")[0]
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {package}.train",
+        description="Train LeNet-5 on MNIST (or synthetic digits) on the best available device: "
+        "DirectML, CUDA/ROCm, Intel XPU, Apple MPS or the CPU.",
+        formatter_class=HelpFormatter,
+    )
+    add = parser.add_argument
+    add("--epochs", type=positive_int, default=defaults.epochs, help="number of epochs")
+    add(
+        "--batch-size",
+        type=positive_int,
+        default=defaults.batch_size,
+        help="training batch size",
+    )
+    add(
+        "--lr",
+        type=positive_float,
+        default=None,
+        help="peak learning rate of the one-cycle schedule (default: "
+        + ", ".join(f"{v:g} for {k}" for k, v in defaults.DEFAULT_LR.items())
+        + ")",
+    )
+    add(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        default=defaults.optimizer,
+        help="sgd: Nesterov momentum 0.9; adam: Adam (a lerp-free version on DirectML)",
+    )
+    add(
+        "--weight-decay",
+        type=non_negative_float,
+        default=defaults.weight_decay,
+        help="L2 weight decay",
+    )
+    add("--seed", type=int, default=defaults.seed, help="random seed (initial weights, shuffling)")
+    add(
+        "--device",
+        default=defaults.device,
+        help="auto, directml, directml:N, cuda, cuda:N, xpu, mps or cpu",
+    )
+    add(
+        "--data-dir",
+        type=Path,
+        default=defaults.data_dir,
+        help="where MNIST is kept or downloaded to",
+    )
+    add(
+        "--dataset",
+        choices=data.DATASETS,
+        default=defaults.dataset,
+        help="mnist, or synthetic digits generated here (no download)",
+    )
+    add(
+        "--output-dir",
+        type=Path,
+        default=defaults.output_dir,
+        help="checkpoints (last.pt, best.pt), metrics.csv/json and curves.png go here",
+    )
+    add(
+        "--resume",
+        action="store_true",
+        help="continue the run saved in --output-dir (last.pt) with its own settings",
+    )
+    add(
+        "--dry-run",
+        action="store_true",
+        help=f"run {DRY_RUN_BATCHES} training batches and a quick evaluation, save nothing",
+    )
+    add(
+        "--log-interval",
+        type=positive_int,
+        default=defaults.log_interval,
+        help="read the running loss back from the device every N batches",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: type) -> int:
+    """Parse ``argv``, run ``train(config, explicit=...)``, turn its errors into exit codes."""
+    safe_console()
+    parser = build_parser(config_class())
+    args = parser.parse_args(argv)
+    explicit = [name for name, value in vars(args).items() if value != parser.get_default(name)]
+    settings = {
+        f.name: getattr(args, f.name) for f in fields(config_class) if hasattr(args, f.name)
+    }
+    try:
+        train(config_class(**settings), explicit=explicit)
+    except Interrupted as error:
+        say(str(error))
+        return error.exit_code
+    except KeyboardInterrupt:  # Ctrl+C before training started (loading data, a download)
+        say("Interrupted before training started; nothing was saved.")
+        return EXIT_INTERRUPTED
+    except TrainError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code
+    return 0
