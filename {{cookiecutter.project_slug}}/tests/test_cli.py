@@ -56,6 +56,8 @@ def test_help_states_the_defaults(capsys):
         (["--lr", "nan"], "must be a positive number"),
         (["--optimizer", "lbfgs"], "invalid choice"),
         (["--dataset", "cifar"], "invalid choice"),
+        (["--seed", "99999999999999999999999"], "must be a whole number from 0 to"),
+        (["--seed", "-1"], "must be a whole number from 0 to"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_sentence(capsys, args, expected):
@@ -94,6 +96,39 @@ def test_resume_from_a_corrupt_checkpoint_is_a_clear_error(capsys, cpu_only, tmp
     (tmp_path / "last.pt").write_bytes(b"\x00garbage" * 100)
     code, _, err = run_train(capsys, "--resume", "--output-dir", str(tmp_path))
     assert code == 2 and "truncated, corrupt or not a PyTorch file" in err
+
+
+def edited_checkpoint(trained_run, folder, edit):
+    """A copy of a real run's last.pt into ``folder``, changed by ``edit(state)``."""
+    state = checkpoints.load_checkpoint(trained_run / "last.pt")
+    edit(state)
+    for key in ("format", "version"):
+        state.pop(key)
+    checkpoints.save_checkpoint(state, folder / "last.pt")
+
+
+EDITS = {
+    "batch_size=0": lambda state: state["config"].update(batch_size=0),
+    "optimizer=lbfgs": lambda state: state["config"].update(optimizer="lbfgs"),
+    "dataset=imagenet": lambda state: state["config"].update(dataset="imagenet"),
+    "epochs=-1": lambda state: state["config"].update(epochs=-1),
+    "another model": lambda state: state.update(
+        model={k: v[..., :1] if v.dim() > 1 else v for k, v in state["model"].items()}
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS.values(), ids=EDITS.keys())
+def test_resume_from_a_checkpoint_it_cannot_continue_is_one_sentence(
+    capsys, cpu_only, tmp_path, trained_run, edit
+):
+    edited_checkpoint(trained_run, tmp_path, edit)
+    before = (tmp_path / "last.pt").read_bytes()
+    code, _, err = run_train(capsys, "--resume", "--output-dir", str(tmp_path))
+    assert code == 2, err
+    assert err.startswith("error: ") and "cannot be resumed" in err
+    assert "without --resume" in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "last.pt").read_bytes() == before
 
 
 def test_an_unwritable_output_directory_is_a_clear_error(capsys, cpu_only, tmp_path):

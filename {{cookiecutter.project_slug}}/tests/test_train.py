@@ -8,6 +8,9 @@ import csv
 import errno
 import json
 import signal
+import socket
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -20,6 +23,7 @@ from {{ cookiecutter.package_name }} import (
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     optim,
+    output_lock,
     stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -257,8 +261,17 @@ def test_a_loss_that_becomes_nan_stops_the_run_and_keeps_the_last_good_checkpoin
     assert len((tmp_path / "metrics.csv").read_text(encoding="utf-8").splitlines()) == 2
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),
+        # what torch.save's zip writer raises when the disk fills up during a checkpoint
+        RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598"),
+    ],
+    ids=["oserror", "torch-zip-writer"],
+)
 def test_a_full_disk_stops_cleanly_and_keeps_the_last_checkpoint(
-    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch, error
 ):
     real_save, calls = torch.save, []
 
@@ -266,14 +279,14 @@ def test_a_full_disk_stops_cleanly_and_keeps_the_last_checkpoint(
         calls.append(1)
         if len(calls) > 2:  # epoch 1 wrote last.pt and best.pt; then the disk is full
             handle.write(b"PK\x03\x04")
-            raise OSError(errno.ENOSPC, "No space left on device")
+            raise error
         return real_save(obj, handle, *args, **kwargs)
 
     monkeypatch.setattr(torch, "save", filling_disk)
     with pytest.raises(stopping.TrainError) as caught:
         run(tiny_config(tmp_path), tiny_dataset, cpu_discovery)
     assert caught.value.exit_code == 2
-    assert "No space left on device" in str(caught.value)
+    assert "Could not write" in str(caught.value) and "last.pt" in str(caught.value)
     assert "the last good checkpoint is kept" in str(caught.value)
     monkeypatch.undo()
     assert checkpoints.load_checkpoint(tmp_path / "last.pt")["epochs_done"] == 1
@@ -289,3 +302,53 @@ def test_the_optimizer_updates_the_parameters_of_the_model_on_the_device(
     optimized = [p for group in state.optimizer.param_groups for p in group["params"]]
     assert len(optimized) == len(list(state.model.parameters()))
     assert all(a is b for a, b in zip(optimized, state.model.parameters()))
+
+
+def test_runs_into_a_folder_in_use_are_refused_and_change_nothing(
+    tmp_path, run_module, trained_run
+):
+    """Two trainings started while another run holds the folder: both refused, files kept."""
+    out = tmp_path / "runs"
+    out.mkdir()
+    (out / "last.pt").write_bytes((trained_run / "last.pt").read_bytes())
+    before = (out / "last.pt").read_bytes()
+    args = ("--dataset", "synthetic", "--epochs", "1", "--device", "cpu", "--output-dir", str(out))
+    with output_lock.claim(out):  # a live run (this test process) holds the folder
+        results = [run_module("train", *args, cwd=tmp_path) for _ in range(2)]
+    for result in results:
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "Another training run (process" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert (out / "last.pt").read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["last.pt"]  # the lock went with its run
+
+
+def test_a_lock_left_by_a_dead_run_is_taken_over_and_its_leftovers_removed(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config
+):
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pid = int(dead.stdout)
+    tmp_path.joinpath(output_lock.LOCK_NAME).write_text(
+        json.dumps({"pid": pid, "host": socket.gethostname(), "started": "yesterday"}),
+        encoding="utf-8",
+    )
+    leftover = tmp_path / f".last.pt.{pid}.tmp"  # what kill -9 during a save leaves behind
+    leftover.write_bytes(b"PK\x03\x04 half a checkpoint")
+    result = run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
+    assert [row["epoch"] for row in result.history] == [1]
+    assert not leftover.exists()
+    assert not (tmp_path / output_lock.LOCK_NAME).exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_failed_run_leaves_no_empty_output_folder(tmp_path, tiny_dataset, cpu_discovery):
+    out = tmp_path / "never-written"
+    cfg = train.TrainConfig(dataset="synthetic", device="cpu", output_dir=out, resume=True)
+    with pytest.raises(stopping.TrainError, match="Nothing to resume"):
+        run(cfg, tiny_dataset, cpu_discovery)
+    assert not out.exists()

@@ -34,8 +34,8 @@ from .machinery.run import (
     RunResult,
     TrainingRun,
     choose_device,
-    ensure_writable,
     load_data,
+    output_folder,
     resumed_settings,
 )
 from .machinery.stopping import StopSignal, ctrl_c_stops_gracefully
@@ -198,26 +198,25 @@ def train(
     """Run training as ``cfg`` says. Raises TrainError (and its subclasses) with a message for
     the user. ``discovery`` and ``dataset`` replace device discovery and loading
     ``cfg.dataset`` (tests pass small ones); ``explicit`` names the options the user typed."""
-    cfg, checkpoint = resumed_settings(cfg, explicit)  # --resume: the saved run's settings
-    if not cfg.dry_run:
-        ensure_writable(cfg.output_dir)
-    option, found = choose_device(cfg.device, discovery)
-    if dataset is None:
-        dataset = load_data(cfg.dataset, cfg.data_dir)
+    with output_folder(cfg):  # one run at a time per --output-dir
+        cfg, checkpoint = resumed_settings(cfg, explicit)  # --resume: the saved run's settings
+        option, found = choose_device(cfg.device, discovery)
+        if dataset is None:
+            dataset = load_data(cfg.dataset, cfg.data_dir)
 
-    run = setup(cfg, option, dataset, stop or StopSignal())
-    if checkpoint is not None:
-        run.restore(checkpoint)  # weights, optimizer state, shuffling, history, position
-    console.print_header(run, found, resumed=checkpoint is not None)
+        run = setup(cfg, option, dataset, stop or StopSignal())
+        if checkpoint is not None:
+            run.restore(checkpoint)  # weights, optimizer state, shuffling, history, position
+        console.print_header(run, found, resumed=checkpoint is not None)
 
-    with ctrl_c_stops_gracefully(run.stop, kept=run.kept):
-        for epoch in range(run.epochs_done, run.epochs):
-            trained = train_epoch(run, epoch)
-            validation = evaluate_split(run.model, run.dataset.val, limit=run.eval_limit)
-            run.end_epoch(epoch, trained, validation)  # checkpoints, metrics, curves
+        with ctrl_c_stops_gracefully(run.stop, kept=run.kept):
+            for epoch in range(run.epochs_done, run.epochs):
+                trained = train_epoch(run, epoch)
+                validation = evaluate_split(run.model, run.dataset.val, limit=run.eval_limit)
+                run.end_epoch(epoch, trained, validation)  # checkpoints, metrics, curves
 
-    test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
-    return run.finish(test)  # prints the test accuracy and lists the output files
+        test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
+        return run.finish(test)  # prints the test accuracy and lists the output files
 
 
 def main(argv: list[str] | None = None) -> int:

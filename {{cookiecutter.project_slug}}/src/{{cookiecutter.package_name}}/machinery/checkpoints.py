@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -79,11 +80,27 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise CheckpointWriteError(_write_failure(path, error)) from error
 
 
-def _write_failure(path: Path, error: OSError) -> str:
-    reason = error.strerror or str(error) or type(error).__name__
+def _write_failure(path: Path, error: Exception) -> str:
+    if isinstance(error, OSError):
+        reason = error.strerror or str(error) or type(error).__name__
+    else:  # torch.save's zip writer reports a full disk as RuntimeError("... unexpected pos ...")
+        reason = f"the file could not be completed ({_one_line(error)}){_free_space(path)}"
     return (
         f"Could not write {path}: {reason}. The previous {Path(path).name} (if any) is unchanged."
     )
+
+
+def _one_line(error: Exception) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _free_space(path: Path) -> str:
+    try:
+        free = shutil.disk_usage(Path(path).parent).free
+    except OSError:
+        return ""
+    return f"; {free / 2**20:.1f} MB free there: is the disk full?"
 
 
 def save_checkpoint(state: dict[str, Any], path: Path) -> None:
@@ -96,7 +113,7 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
             torch.save(payload, handle)
             handle.flush()
             os.fsync(handle.fileno())
-    except OSError as error:
+    except (OSError, RuntimeError) as error:  # RuntimeError: torch.save on a full disk
         raise CheckpointWriteError(_write_failure(path, error)) from error
 
 

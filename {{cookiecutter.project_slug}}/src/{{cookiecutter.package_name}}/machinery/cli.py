@@ -43,6 +43,20 @@ def _float_at_least(zero_allowed: bool) -> Callable[[str], float]:
     return parse
 
 
+# torch.manual_seed takes at most 64 bits; 2**63 - 1 keeps every seed also a valid int64.
+MAX_SEED = 2**63 - 1
+
+
+def seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_SEED}")
+    return value
+
+
 positive_float = _float_at_least(zero_allowed=False)
 non_negative_float = _float_at_least(zero_allowed=True)
 

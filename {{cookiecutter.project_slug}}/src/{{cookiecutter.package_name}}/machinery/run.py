@@ -10,18 +10,20 @@ curve, even from the middle of an epoch after Ctrl+C.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ContextManager, Sequence
 
 import torch
 
 from .. import data
 from ..datasets import mnist
-from . import checkpoints, devices, reporting
+from . import checkpoints, devices, output_lock, reporting
+from .cli import MAX_SEED
 from .console import print_epoch, say
-from .optim import one_cycle_lr
+from .optim import OPTIMIZERS, one_cycle_lr
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
 
 LAST = checkpoints.LAST
@@ -302,7 +304,13 @@ class TrainingRun:
     def restore(self, checkpoint: dict[str, Any]) -> None:
         """Continue from a checkpoint: tensors come as CPU tensors and are copied into the model
         and optimizer that already live on the device."""
-        checkpoints.restore_module(self.model, checkpoint["model"], self.last_path)
+        try:
+            checkpoints.restore_module(self.model, checkpoint["model"], self.last_path)
+        except checkpoints.CheckpointError as error:
+            raise TrainError(
+                f"{error} It cannot be resumed: start a new run without --resume, or in "
+                "another --output-dir."
+            ) from error
         try:
             self.optimizer.load_state_dict(checkpoint["optimizer"])
             self.generator.set_state(checkpoint["rng"]["generator"])
@@ -334,7 +342,7 @@ class TrainingRun:
 
 
 # --------------------------------------------------------------------------------------------
-# Before a run: resume, device, data, output folder
+# Before a run: the output folder, resume, device, data
 
 
 def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
@@ -348,6 +356,7 @@ def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, 
         raise TrainError(f"Nothing to resume: {last} does not exist. Start without --resume.")
     checkpoint = _load(last)
     saved = checkpoint["config"]
+    _check_saved_settings(saved, last)
     ignored = [n for n in explicit if n in RUN_SETTINGS and getattr(cfg, n) != saved.get(n)]
     if ignored:
         names = ", ".join("--" + n.replace("_", "-") for n in ignored)
@@ -356,6 +365,43 @@ def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, 
             "To change them, start a new run in another --output-dir."
         )
     return replace(cfg, **{n: saved[n] for n in RUN_SETTINGS if n in saved}), checkpoint
+
+
+def _whole(value: Any, low: int, high: int = MAX_SEED) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _number(value: Any, positive: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not finite(value):
+        return False
+    return value > 0 if positive else value >= 0
+
+
+# What each saved setting must be for the run to continue, said the way the user reads it.
+_SAVED_SETTINGS = {
+    "epochs": (lambda v: _whole(v, 1), "a whole number of at least 1"),
+    "batch_size": (lambda v: _whole(v, 1), "a whole number of at least 1"),
+    "lr": (lambda v: v is None or _number(v, positive=True), "a positive number"),
+    "optimizer": (lambda v: v in OPTIMIZERS, "one of " + ", ".join(OPTIMIZERS)),
+    "momentum": (lambda v: _number(v, positive=False), "zero or a positive number"),
+    "weight_decay": (lambda v: _number(v, positive=False), "zero or a positive number"),
+    "seed": (lambda v: _whole(v, 0), f"a whole number from 0 to {MAX_SEED}"),
+    "dataset": (lambda v: v in data.DATASETS, "one of " + ", ".join(data.DATASETS)),
+}
+
+
+def _check_saved_settings(saved: Any, path: Path) -> None:
+    """TrainError unless every saved setting is one a run can continue with (a checkpoint
+    edited by hand, or written by other code, must not end in a traceback mid-run)."""
+    fresh = "Start a new run without --resume, or in another --output-dir."
+    if not isinstance(saved, dict):
+        raise TrainError(f"{path} cannot be resumed: its saved settings are unreadable. {fresh}")
+    for name, (valid, wanted) in _SAVED_SETTINGS.items():
+        if name in saved and not valid(saved[name]):
+            raise TrainError(
+                f"{path} cannot be resumed: its saved setting {name}={saved[name]!r} is not "
+                f"{wanted}. {fresh}"
+            )
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -370,18 +416,10 @@ def _load(path: Path) -> dict[str, Any]:
     return state
 
 
-def ensure_writable(directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / f".write-test-{id(directory)}"
-        probe.write_bytes(b"ok")
-        probe.unlink()
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise TrainError(
-            f"Cannot write to the output directory {directory} ({reason}). "
-            "Choose another one with --output-dir."
-        ) from error
+def output_folder(cfg: Any) -> ContextManager[None]:
+    """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
+    which writes no file."""
+    return contextlib.nullcontext() if cfg.dry_run else output_lock.claim(cfg.output_dir)
 
 
 def choose_device(

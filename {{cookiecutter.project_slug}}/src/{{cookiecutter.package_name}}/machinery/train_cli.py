@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import data
-from .cli import HelpFormatter, non_negative_float, positive_float, positive_int, safe_console
+from .cli import (
+    HelpFormatter,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    safe_console,
+    seed,
+)
 from .console import say
 from .optim import OPTIMIZERS
 from .run import DRY_RUN_BATCHES
@@ -58,7 +65,7 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
         default=defaults.weight_decay,
         help="L2 weight decay",
     )
-    add("--seed", type=int, default=defaults.seed, help="random seed (initial weights, shuffling)")
+    add("--seed", type=seed, default=defaults.seed, help="random seed (initial weights, shuffling)")
     add(
         "--device",
         default=defaults.device,
