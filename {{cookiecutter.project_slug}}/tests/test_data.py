@@ -102,6 +102,7 @@ def test_mnist_is_read_through_torchvision(tmp_path, offline, monkeypatch):
     """Files in data/MNIST/raw are read by torchvision itself, without any network."""
     train, test = data.synthetic_digits(120, seed=4), data.synthetic_digits(40, seed=5)
     mnist.write_mnist_raw(tmp_path, train, test)
+    monkeypatch.setattr(mnist, "EXPECTED_IMAGES", {"train": 120, "t10k": 40})
     loaded_train, loaded_test = data.load_mnist(tmp_path)
     assert torch.equal(loaded_train.images, train.images)
     assert torch.equal(loaded_test.labels, test.labels)
@@ -129,3 +130,66 @@ def test_dataset_moves_to_a_device_as_uint8(tiny_dataset):
     moved = tiny_dataset.to(torch.device("cpu"))
     assert moved.train.images.dtype == torch.uint8
     assert moved.description == tiny_dataset.description
+
+
+@pytest.fixture
+def small_mnist(tmp_path, monkeypatch):
+    """Synthetic digits written as the four MNIST files; returns (data_dir, raw folder)."""
+    monkeypatch.setattr(mnist, "EXPECTED_IMAGES", {"train": 120, "t10k": 40})
+    train, test = data.synthetic_digits(120, seed=4), data.synthetic_digits(40, seed=5)
+    return tmp_path, mnist.write_mnist_raw(tmp_path, train, test)
+
+
+def test_a_folder_holding_the_four_files_directly_is_accepted(small_mnist, offline, tmp_path):
+    _, raw = small_mnist
+    handed_round = tmp_path / "usb-stick"
+    raw.rename(handed_round)  # the files themselves, without MNIST/raw around them
+    train, test = data.load_mnist(handed_round)
+    assert (len(train), len(test)) == (120, 40)
+    assert mnist.mnist_raw_folder(handed_round) == handed_round
+    assert not (handed_round / "MNIST").exists()
+
+
+def test_a_failed_load_leaves_no_empty_folder_behind(tmp_path, offline):
+    with pytest.raises(mnist.MNISTUnavailable):
+        data.load_mnist(tmp_path / "data")
+    assert not (tmp_path / "data").exists()
+
+
+WRONG_FILES = {
+    "labels above 9": (
+        "train-labels-idx1-ubyte",
+        lambda: torch.full((120,), 12, dtype=torch.uint8),
+        "train-labels-idx1-ubyte holds labels from 12 to 12; MNIST's are 0 to 9",
+    ),
+    "32x32 images": (
+        "t10k-images-idx3-ubyte",
+        lambda: torch.zeros(40, 32, 32, dtype=torch.uint8),
+        "t10k-images-idx3-ubyte holds 32x32 images; MNIST's are 28x28",
+    ),
+    "600 training images": (
+        "train-images-idx3-ubyte",
+        lambda: torch.zeros(600, 28, 28, dtype=torch.uint8),
+        "train-images-idx3-ubyte holds 600 images; MNIST's has 120",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_FILES.values(), ids=WRONG_FILES.keys())
+def test_well_formed_but_wrong_files_are_named(small_mnist, offline, case):
+    data_dir, raw = small_mnist
+    name, content, said = case
+    mnist._write_idx(raw / name, content())
+    with pytest.raises(mnist.MNISTUnavailable) as caught:
+        data.load_mnist(data_dir)
+    assert said in str(caught.value) and "downloaded" not in str(caught.value)
+
+
+def test_garbage_in_place_of_a_file_is_named_and_nothing_claims_a_download(small_mnist, offline):
+    data_dir, raw = small_mnist
+    (raw / "t10k-labels-idx1-ubyte").write_bytes(b"not an MNIST file at all")
+    with pytest.raises(mnist.MNISTUnavailable) as caught:
+        data.load_mnist(data_dir)
+    message = str(caught.value)
+    assert "could not be read" in message and "downloaded" not in message
+    assert "t10k-labels-idx1-ubyte is not an MNIST file" in message

@@ -245,3 +245,28 @@ def test_a_report_with_missing_parts_still_counts(tmp_path):
     assert (machine.status, machine.device, machine.python) == ("unknown", "-", "-")
     assert machine.main_problem.check == "?"
     assert "unknown" in summarise([machine])
+
+
+def test_a_deeply_nested_file_is_listed_as_unreadable_and_the_summary_stays(tmp_path, capsys):
+    (tmp_path / "nested.json").write_text('{"a":' * 2000 + "1" + "}" * 2000, encoding="utf-8")
+    (tmp_path / "ana.json").write_bytes((SAMPLES / "ana-linux-laptop.json").read_bytes())
+
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 machines" in out and "Unreadable files" in out
+    assert "nested.json" in out and "nested too deeply" in out
+
+
+def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    package = Machine.__module__.rsplit(".", 1)[0]
+    child = subprocess.Popen(
+        [sys.executable, "-m", package + ".reports", str(SAMPLES)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    child.stdout.close()  # like `| head -c 10` that has read all it wanted
+    _out, err = child.communicate(timeout=120)
+    assert "Traceback" not in err.decode("utf-8", "replace")
+    assert "BrokenPipeError" not in err.decode("utf-8", "replace")

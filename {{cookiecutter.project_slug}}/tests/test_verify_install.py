@@ -272,3 +272,48 @@ def test_the_real_thing_on_this_machine():
     assert report["smoke_test"]["passed"] and report["timing"]["device_ms"] > 0
     if expected == 3:  # then the report says why the accelerator is not usable
         assert any(u["kind"] == accelerator and u["reason"] for u in report["unavailable"])
+
+
+@pytest.mark.parametrize("device", ["xyz", "cuda:x", "directml:"])
+def test_a_device_that_is_no_device_name_is_a_usage_error(capsys, device):
+    with pytest.raises(SystemExit) as stopped:
+        verify_install.main(["--device", device])
+    assert stopped.value.code == 2  # like every other command's bad argument, not 3
+    assert f"unknown device {device!r}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252", "cp936"])
+def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
+    machine, monkeypatch, encoding
+):
+    """A Chinese project name through an ASCII pipe or a Western Windows console."""
+    import io
+
+    name = "手写数字识别 – Ünïcode 😀"
+    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    named = Project(name, "lenet_test", "directml", "3.11", "3.8", "3.12", "", PINS["directml"], "")
+    monkeypatch.setattr(verify_install, "load_project", lambda: named)
+    raw = io.BytesIO()
+    console = io.TextIOWrapper(raw, encoding=encoding, errors="strict", write_through=True)
+    monkeypatch.setattr(sys, "stdout", console)
+    verify_install.main(["--json"])
+    console.flush()
+    report = json.loads(raw.getvalue().decode(encoding))
+    assert report["project"]["name"] == name
+
+
+def test_a_reader_that_stops_early_ends_the_json_quietly():
+    """`verify_install --json | head -c 10`: no BrokenPipeError, the verdict's exit code."""
+    src = Path(verify_install.__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(src))
+    child = subprocess.Popen(
+        [sys.executable, "-m", verify_install.__name__, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    child.stdout.close()  # the reader is gone before the report is written
+    _out, err = child.communicate(timeout=300)
+    text = err.decode("utf-8", "replace")
+    assert "BrokenPipeError" not in text and "Traceback" not in text
+    assert child.returncode in (verify_install.EXIT_OK, verify_install.EXIT_CPU_FALLBACK)

@@ -30,7 +30,19 @@ class MNISTUnavailable(RuntimeError):
 
 
 def mnist_raw_folder(data_dir: Path) -> Path:
-    return Path(data_dir) / "MNIST" / "raw"
+    """Where the four files are read from: ``data_dir/MNIST/raw`` (torchvision's layout, and
+    where downloads go), or ``data_dir`` itself when it holds the files directly, as when an
+    instructor hands them round on a USB stick."""
+    data_dir = Path(data_dir)
+    nested = data_dir / "MNIST" / "raw"
+    if not _any_file(nested) and _any_file(data_dir):
+        return data_dir
+    return nested
+
+
+def _any_file(folder: Path) -> bool:
+    names = [name for gz in MNIST_FILES for name in (gz, gz[: -len(".gz")])]
+    return any((folder / name).is_file() for name in names)
 
 
 def _prefetch_command(data_dir: Path) -> str:
@@ -39,22 +51,16 @@ def _prefetch_command(data_dir: Path) -> str:
 
 
 def mnist_help(data_dir: Path) -> str:
-    raw = mnist_raw_folder(data_dir)
     return (
         f"While online, run once: {_prefetch_command(data_dir)}  (downloads about 11 MB). "
         f"Or copy the four files {', '.join(MNIST_FILES)} (or their unpacked versions) "
-        f"into {raw} from a machine that has them. "
-        "Without network, --dataset synthetic trains on generated digits."
+        f"into {Path(data_dir) / 'MNIST' / 'raw'} or into {data_dir} itself, from a machine "
+        "that has them. Without network, --dataset synthetic trains on generated digits."
     )
 
 
-def load_mnist(data_dir: Path, download: bool = True) -> tuple[Images, Images]:
-    """(train, test) as (uint8 images (N, 1, 28, 28), int64 labels) on the CPU, read by
-    torchvision from ``data_dir``/MNIST/raw.
-
-    Downloads the files first when they are missing and ``download`` is true. Any failure
-    (offline, blocked, corrupt files) raises MNISTUnavailable with the fix.
-    """
+def _reading_from(raw: Path) -> Any:
+    """torchvision's MNIST class, reading and downloading in ``raw`` (either layout)."""
     try:
         from torchvision.datasets import MNIST
     except Exception as error:  # a torchvision that does not match torch fails here
@@ -62,25 +68,117 @@ def load_mnist(data_dir: Path, download: bool = True) -> tuple[Images, Images]:
             f"torchvision could not be imported ({type(error).__name__}: {error}). "
             "Install the torchvision version pinned beside torch in the environment file."
         ) from error
-    root = Path(data_dir)
+
+    class MNISTIn(MNIST):
+        @property
+        def raw_folder(self) -> str:
+            return str(raw)
+
+    return MNISTIn
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(f"{type(error).__name__}: {error}".split()).rstrip(":")
+
+
+def load_mnist(data_dir: Path, download: bool = True) -> tuple[Images, Images]:
+    """(train, test) as (uint8 images (N, 1, 28, 28), int64 labels) on the CPU, read by
+    torchvision from ``mnist_raw_folder(data_dir)``.
+
+    Downloads the files first when they are missing and ``download`` is true. Any failure
+    (offline, blocked, corrupt or wrong files) raises MNISTUnavailable with the fix, and
+    leaves no empty folder behind.
+    """
+    data_dir = Path(data_dir)
+    raw = mnist_raw_folder(data_dir)
+    present = _any_file(raw)
+    made = [folder for folder in (data_dir, raw.parent, raw) if not folder.exists()]
+    mnist_class = _reading_from(raw)
     previous_timeout = socket.getdefaulttimeout()
     # torchvision opens its URLs without a timeout; a blocked network must not hang for ever.
     socket.setdefaulttimeout(DOWNLOAD_TIMEOUT_S)
     try:
-        train = MNIST(str(root), train=True, download=download)
-        test = MNIST(str(root), train=False, download=download)
+        train = mnist_class(str(data_dir), train=True, download=download)
+        test = mnist_class(str(data_dir), train=False, download=download)
+        splits = (
+            (train.data.unsqueeze(1).contiguous(), train.targets.long()),
+            (test.data.unsqueeze(1).contiguous(), test.targets.long()),
+        )
+        check_splits(raw, *splits)
+    except MNISTUnavailable:
+        _remove_empty(made)
+        raise
     except Exception as error:  # URLError, RuntimeError("Error downloading ..."), bad files
-        reason = " ".join(f"{type(error).__name__}: {error}".split())
+        _remove_empty(made)
+        if present:  # nothing was downloaded: the files that are there do not read
+            raise MNISTUnavailable(
+                f"The MNIST files in {raw} could not be read ({_one_line(error)}): "
+                f"{_which_file_fails(raw)}. Replace them with the original files. "
+                f"{mnist_help(data_dir)}"
+            ) from error
         raise MNISTUnavailable(
-            f"MNIST is not in {mnist_raw_folder(root)} and could not be "
-            f"{'downloaded' if download else 'read'} ({reason}). {mnist_help(root)}"
+            f"MNIST is not in {raw} and could not be "
+            f"{'downloaded' if download else 'read'} ({_one_line(error)}). {mnist_help(data_dir)}"
         ) from error
     finally:
         socket.setdefaulttimeout(previous_timeout)
-    return (
-        (train.data.unsqueeze(1).contiguous(), train.targets.long()),
-        (test.data.unsqueeze(1).contiguous(), test.targets.long()),
-    )
+    return splits
+
+
+# The real files' sizes; tests that write small MNIST-format files change these.
+EXPECTED_IMAGES = {"train": 60000, "t10k": 10000}
+
+
+def check_splits(raw: Path, train: Images, test: Images) -> None:
+    """MNISTUnavailable, naming the file, unless both splits look like MNIST: 28x28 uint8
+    images, labels 0 to 9, as many labels as images, and MNIST's number of images."""
+    for prefix, (images, labels) in (("train", train), ("t10k", test)):
+        image_file, label_file = f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"
+        problem = ""
+        if tuple(images.shape[1:]) != (1, 28, 28):
+            size = "x".join(str(n) for n in images.shape[2:])
+            problem = f"{image_file} holds {size} images; MNIST's are 28x28"
+        elif len(images) != EXPECTED_IMAGES[prefix]:
+            expected = EXPECTED_IMAGES[prefix]
+            problem = f"{image_file} holds {len(images)} images; MNIST's has {expected}"
+        elif len(labels) != len(images):
+            problem = f"{label_file} holds {len(labels)} labels for {len(images)} images"
+        elif len(labels) and not 0 <= int(labels.min()) <= int(labels.max()) <= 9:
+            problem = (
+                f"{label_file} holds labels from {int(labels.min())} to {int(labels.max())}; "
+                "MNIST's are 0 to 9"
+            )
+        if problem:
+            raise MNISTUnavailable(
+                f"The MNIST files in {raw} are not MNIST: {problem}. Replace them with the "
+                f"original files (or delete them to download again)."
+            )
+
+
+def _which_file_fails(raw: Path) -> str:
+    """The first of the four files that torchvision's own readers cannot read, and why."""
+    from torchvision.datasets.mnist import read_image_file, read_label_file
+
+    for gz in MNIST_FILES:
+        name = gz[: -len(".gz")]
+        path = raw / name
+        if not path.is_file():
+            packed = " (only the .gz is there)" if (raw / gz).is_file() else ""
+            return f"{name} is missing{packed}"
+        reader = read_image_file if "images" in name else read_label_file
+        try:
+            reader(str(path))
+        except Exception as error:
+            return f"{name} is not an MNIST file ({_one_line(error)})"
+    return "each file reads alone, but not together"
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in reversed(folders):  # innermost first
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _write_idx(path: Path, tensor: torch.Tensor) -> None:

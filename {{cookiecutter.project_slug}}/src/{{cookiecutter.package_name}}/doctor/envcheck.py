@@ -652,7 +652,7 @@ def run_checks(
                 "Project",
                 FAIL,
                 f"project.json could not be read: {describe_error(error)}",
-                "Restore src/<package>/project.json from version control or regenerate.",
+                "Restore src/<package>/machinery/project.json from version control or regenerate.",
             )
         ]
     state = {"os": os_facts}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..machinery.cli import safe_console
+from ..machinery.cli import safe_console, write_out
 
 SEVERITY = {"broken": 0, "cpu-fallback": 1, "unknown": 2, "works": 3}
 STATUS_ORDER = ("works", "cpu-fallback", "broken", "unknown")
@@ -122,6 +122,8 @@ def parse(text: str) -> dict[str, Any]:
         raise ReportError(
             f"not valid JSON ({error.msg} at line {error.lineno}): cut short?"
         ) from None
+    except RecursionError:  # thousands of nested brackets: no report is built like that
+        raise ReportError("JSON nested too deeply to be a verify_install report") from None
     if not isinstance(data, dict) or "verdict" not in data or "findings" not in data:
         raise ReportError("JSON, but not a verify_install --json report")
     return data
@@ -438,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not machines and not unreadable:
         print(f"error: no *.json reports in {args.folder}", file=sys.stderr)
         return 2
-    print(summarise(machines, unreadable, str(args.folder), args.markdown), end="")
+    write_out(summarise(machines, unreadable, str(args.folder), args.markdown), end="")
     return 0 if machines else 1
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib
-import json
 import re
 import sys
 import time
@@ -30,7 +29,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..machinery.cli import safe_console
+from ..machinery.cli import device_request, json_for, safe_console, write_out
 from ..machinery.project import Project, load_project, parse_version
 from . import envcheck
 from .bounded import describe_error
@@ -431,7 +430,8 @@ def run(request: str = "auto") -> Report:
             "Project",
             FAIL,
             f"project.json could not be read: {describe_error(error)}.",
-            "Restore src/<package>/project.json from version control or regenerate the project.",
+            "Restore src/<package>/machinery/project.json from version control, or generate "
+            "the project again.",
         )
         report.exit_code = EXIT_BROKEN
         report.verdict = "BROKEN: the project's own settings are missing."
@@ -622,6 +622,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--device",
+        type=device_request,
         default="auto",
         help="device to test: auto (default: what training picks), directml, directml:N, "
         "cuda, cuda:N, xpu, mps or cpu",
@@ -643,10 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Please report this output to the project's maintainers.",
         )
         report.verdict = "BROKEN: verify_install itself failed."
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        print(render_text(report))
+    write_out(json_for(sys.stdout, report.to_dict()) if args.json else render_text(report))
     return report.exit_code
 
 

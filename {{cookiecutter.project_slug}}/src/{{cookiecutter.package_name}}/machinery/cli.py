@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
+import os
+import re
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -59,6 +62,42 @@ def seed(text: str) -> int:
 
 positive_float = _float_at_least(zero_allowed=False)
 non_negative_float = _float_at_least(zero_allowed=True)
+
+
+# What --device accepts ("dml" and "rocm" are aliases of directml and cuda).
+DEVICE_REQUEST = re.compile(r"^(auto|directml|dml|cuda|rocm|xpu|mps|cpu)(?::(\d+))?$")
+DEVICE_CHOICES = "auto, directml, directml:N, cuda, cuda:N, xpu, xpu:N, mps or cpu"
+
+
+def device_request(text: str) -> str:
+    """--device: checked for its form here; whether the device exists is checked later."""
+    if not DEVICE_REQUEST.match(text.strip().lower()):
+        raise argparse.ArgumentTypeError(f"unknown device {text!r}: use {DEVICE_CHOICES}")
+    return text
+
+
+def json_for(stream: Any, document: Any) -> str:
+    """``document`` as indented JSON that ``stream`` can carry unchanged: readable UTF-8 text
+    where the stream encodes it, ``\\u`` escapes where it cannot (an ASCII pipe, a cp1252
+    console): never ``?`` in place of a name, so the JSON always reads back the same."""
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return json.dumps(document, indent=2, ensure_ascii=True)
+    return text
+
+
+def write_out(text: str, end: str = "\n") -> None:
+    """Print to stdout; a reader that stopped early (``| head``) ends the output quietly."""
+    try:
+        sys.stdout.write(text + end)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Point stdout at nothing, so that the flush at exit cannot fail a second time.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
 
 
 def safe_console() -> None:

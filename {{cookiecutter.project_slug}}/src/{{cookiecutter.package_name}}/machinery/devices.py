@@ -39,6 +39,8 @@ from typing import Any, Callable, List, Sequence, Tuple
 
 import torch
 
+from .cli import DEVICE_CHOICES, DEVICE_REQUEST
+
 KINDS = ("cuda", "xpu", "mps", "directml", "cpu")
 DIRECTML_PIP = "torch-directml==0.2.5.dev240914"
 DIRECTML_PROBE_TIMEOUT_S = 120.0
@@ -388,9 +390,6 @@ def discover(probes: Sequence[Probe] | None = None) -> Discovery:
     return Discovery(options, unavailable)
 
 
-_REQUEST = re.compile(r"^(auto|directml|dml|cuda|rocm|xpu|mps|cpu)(?::(\d+))?$")
-
-
 def _available_text(discovery: Discovery) -> str:
     return "Available: " + ", ".join(o.describe() for o in discovery.options) + "."
 
@@ -401,11 +400,10 @@ def choose(request: str = "auto", discovery: Discovery | None = None) -> DeviceO
     devices that are available, for an unknown or unavailable request."""
     discovery = discover() if discovery is None else discovery
     text = str(request).strip().lower()
-    match = _REQUEST.match(text)
+    match = DEVICE_REQUEST.match(text)
     if match is None:
         raise DeviceNotAvailable(
-            f"Unknown device {request!r}: use auto, directml, directml:N, cuda, cuda:N, "
-            f"xpu, xpu:N, mps or cpu. {_available_text(discovery)}"
+            f"Unknown device {request!r}: use {DEVICE_CHOICES}. {_available_text(discovery)}"
         )
     kind = {"dml": "directml", "rocm": "cuda"}.get(match.group(1), match.group(1))
     index = None if match.group(2) is None else int(match.group(2))

@@ -75,7 +75,8 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         default=defaults.data_dir,
-        help="where MNIST is kept or downloaded to",
+        help="where MNIST is kept or downloaded to: DIR/MNIST/raw, or DIR itself when it "
+        "holds the four files (train-images-idx3-ubyte.gz, ...)",
     )
     add(
         "--dataset",
