@@ -6,8 +6,12 @@ import pytest
 
 from {{ cookiecutter.package_name }} import (
     benchmark,
+    data,
     evaluate,
     train,
+)
+from {{ cookiecutter.package_name }}.datasets import (
+    mnist,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
@@ -171,6 +175,31 @@ def test_train_evaluate_and_resume_from_the_command_line(
     text = capsys.readouterr().out
     assert "Test accuracy" in text and "SYNTHETIC" in text and "digit" in text
     assert (tmp_path / "runs" / "confusion_matrix.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_evaluate_reads_the_test_files_from_where_the_run_trained(
+    capsys, cpu_only, offline, monkeypatch, tmp_path
+):
+    """train --data-dir X, then evaluate without options: X, and only its two test files."""
+    monkeypatch.setattr(mnist, "EXPECTED_IMAGES", {"train": 600, "t10k": 200})
+    monkeypatch.setattr(data, "MNIST_VALIDATION_SIZE", 100)
+    handed_round = tmp_path / "usb-stick"
+    raw = mnist.write_mnist_raw(
+        tmp_path, data.synthetic_digits(600, seed=4), data.synthetic_digits(200, seed=5)
+    )
+    raw.rename(handed_round)  # the four files directly in the folder
+    out = str(tmp_path / "runs")
+    args = ("--data-dir", str(handed_round), "--epochs", "2", "--batch-size", "50")
+    code, text, err = run_train(capsys, *args, "--output-dir", out)
+    assert code == 0, err
+    assert "(the model after epoch 2, as in last.pt; evaluate uses best.pt" in text
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"):
+        (handed_round / name).unlink()  # evaluation needs the test set alone
+
+    assert evaluate.main(["--output-dir", out]) == 0, capsys.readouterr().err
+    text = capsys.readouterr().out
+    assert f"MNIST test set from {handed_round}" in text
+    assert "best.pt (the model after epoch" in text and "best validation accuracy" in text
 
 
 def test_evaluate_without_a_checkpoint_says_to_train_first(capsys, cpu_only, tmp_path):

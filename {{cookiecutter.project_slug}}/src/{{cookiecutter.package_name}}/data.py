@@ -159,12 +159,29 @@ def load_synthetic(
     full = synthetic_digits(train_size, seed)
     val_size = max(1, int(round(train_size * SYNTHETIC_VALIDATION_FRACTION)))
     train, val = split_off_validation(full.images, full.labels, val_size)
-    test = synthetic_digits(test_size, seed + 1_000_003)
+    test = synthetic_test_digits(test_size, seed)
     description = (
         f"{SYNTHETIC_LABEL}, seed {seed}: "
         f"{len(train)} train / {len(val)} validation / {len(test)} test"
     )
     return Dataset("synthetic", description, train, val, test)
+
+
+def synthetic_test_digits(size: int | None = None, seed: int = synthetic.SEED) -> Split:
+    """The synthetic test part: drawn from another seed than the training part."""
+    return synthetic_digits(SYNTHETIC_TEST_SIZE if size is None else size, seed + 1_000_003)
+
+
+def load_test_split(name: str, data_dir: Path = Path("data")) -> tuple[Split, str]:
+    """(test split on the CPU, its description): all that evaluation needs. For MNIST only the
+    two test files are read (or downloaded)."""
+    if name == "mnist":
+        test = Split(*mnist.load_mnist_test(Path(data_dir)))
+        return test, f"MNIST test set from {mnist.mnist_raw_folder(Path(data_dir))}"
+    if name == "synthetic":
+        test = synthetic_test_digits()
+        return test, f"{SYNTHETIC_LABEL}, seed {synthetic.SEED}: {len(test)} test"
+    raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
 
 
 def load_dataset(

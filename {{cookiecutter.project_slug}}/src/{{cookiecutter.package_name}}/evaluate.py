@@ -40,6 +40,7 @@ class Report:
     accuracy: float
     per_class: list[float]  # accuracy of each true digit
     confusion: list[list[int]]  # rows: true digit, columns: predicted digit
+    model: str = ""  # which epoch's model the checkpoint holds, in words
 
     @property
     def images(self) -> int:
@@ -53,6 +54,7 @@ class Report:
             "device": self.device,
             "images": self.images,
             "accuracy": self.accuracy,
+            "model": self.model,
             "per_class_accuracy": {str(d): a for d, a in enumerate(self.per_class)},
             "confusion_matrix": self.confusion,
         }
@@ -91,21 +93,27 @@ def predict(model: torch.nn.Module, split: data.Split, batch_size: int) -> torch
 def evaluate_checkpoint(
     path: Path,
     device: str = "auto",
-    data_dir: Path = Path("data"),
+    data_dir: Path | None = None,
     batch_size: int = EVAL_BATCH_SIZE,
     discovery: devices.Discovery | None = None,
     dataset: data.Dataset | None = None,
 ) -> Report:
-    """Load ``path``, run the test split of the dataset it was trained on, and report."""
+    """Load ``path``, run the test split of the dataset it was trained on, and report.
+    ``data_dir`` None: the folder the run trained from, as its checkpoint records."""
     try:
         state = checkpoints.load_checkpoint(path)
     except checkpoints.CheckpointError as error:
         raise EvaluationError(str(error)) from error
-    name = str(state.get("config", {}).get("dataset", "mnist"))
+    config = state.get("config") if isinstance(state.get("config"), dict) else {}
+    name = str(config.get("dataset", "mnist"))
+    if data_dir is None:
+        data_dir = Path(str(state.get("data_dir", "data")))
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         if dataset is None:
-            dataset = data.load_dataset(name, data_dir)
+            test, description = data.load_test_split(name, data_dir)
+        else:
+            test, description = dataset.test, dataset.description
     except (devices.DeviceNotAvailable, mnist.MNISTUnavailable, ValueError) as error:
         raise EvaluationError(str(error)) from error
     model = to_device(LeNet5(), option.device)
@@ -113,7 +121,7 @@ def evaluate_checkpoint(
         checkpoints.restore_module(model, state["model"], path)
     except (checkpoints.CheckpointError, KeyError) as error:
         raise EvaluationError(f"{path} holds no usable model: {error}") from error
-    test = dataset.test.to(option.device)
+    test = test.to(option.device)
     predictions = predict(model, test, batch_size)
     matrix = confusion_matrix(predictions, test.labels)
     totals = [sum(row) for row in matrix]
@@ -123,13 +131,26 @@ def evaluate_checkpoint(
     accuracy = sum(matrix[d][d] for d in range(NUM_CLASSES)) / max(1, sum(totals))
     return Report(
         Path(path),
-        dataset.name,
-        dataset.description,
+        name,
+        description,
         option.describe(),
         accuracy,
         per_class,
         matrix,
+        _which_epoch(state, Path(path)),
     )
+
+
+def _which_epoch(state: dict, path: Path) -> str:
+    """Which model a checkpoint holds, in words: best.pt and last.pt differ."""
+    epochs = state.get("epochs_done")
+    if not isinstance(epochs, int) or isinstance(epochs, bool):
+        return ""
+    total = state.get("config", {}).get("epochs") if isinstance(state.get("config"), dict) else None
+    of = f" of {total}" if isinstance(total, int) else ""
+    if path.name == BEST:
+        return f"the model after epoch {epochs}{of}, the best validation accuracy"
+    return f"the model after epoch {epochs}{of}"
 
 
 def format_report(report: Report) -> str:
@@ -154,7 +175,9 @@ def format_report(report: Report) -> str:
         "SYNTHETIC test digits (not MNIST)" if report.dataset == "synthetic" else "MNIST test set"
     )
     return (
-        f"Checkpoint: {report.checkpoint}\nDevice    : {report.device}\n"
+        f"Checkpoint: {report.checkpoint}"
+        + (f" ({report.model})" if report.model else "")
+        + f"\nDevice    : {report.device}\n"
         f"Data      : {report.description}\n\n{table}\n\n"
         f"Test accuracy: {100 * report.accuracy:.2f}% on the {what} ({report.images} images)"
     )
@@ -185,7 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--device", default="auto", help="auto, directml[:N], cuda[:N], xpu, mps, cpu"
     )
-    parser.add_argument("--data-dir", type=Path, default=Path("data"), help="where MNIST is kept")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where MNIST is kept: DIR/MNIST/raw, or DIR itself holding the files (default: "
+        "the folder the run trained from; only the two t10k test files are needed)",
+    )
     parser.add_argument(
         "--batch-size", type=positive_int, default=EVAL_BATCH_SIZE, help="evaluation batch"
     )

@@ -50,17 +50,18 @@ def _prefetch_command(data_dir: Path) -> str:
     return f"python -m {package}.data --data-dir {data_dir}"
 
 
-def mnist_help(data_dir: Path) -> str:
+def mnist_help(data_dir: Path, files: tuple[str, ...] = MNIST_FILES) -> str:
     return (
         f"While online, run once: {_prefetch_command(data_dir)}  (downloads about 11 MB). "
-        f"Or copy the four files {', '.join(MNIST_FILES)} (or their unpacked versions) "
+        f"Or copy the files {', '.join(files)} (or their unpacked versions) "
         f"into {Path(data_dir) / 'MNIST' / 'raw'} or into {data_dir} itself, from a machine "
         "that has them. Without network, --dataset synthetic trains on generated digits."
     )
 
 
-def _reading_from(raw: Path) -> Any:
-    """torchvision's MNIST class, reading and downloading in ``raw`` (either layout)."""
+def _reading_from(raw: Path, test_only: bool) -> Any:
+    """torchvision's MNIST class, reading and downloading in ``raw`` (either layout); with
+    ``test_only`` it needs, checks and downloads the two test files alone."""
     try:
         from torchvision.datasets import MNIST
     except Exception as error:  # a torchvision that does not match torch fails here
@@ -70,6 +71,8 @@ def _reading_from(raw: Path) -> Any:
         ) from error
 
     class MNISTIn(MNIST):
+        resources = [r for r in MNIST.resources if r[0].startswith("t10k") or not test_only]
+
         @property
         def raw_folder(self) -> str:
             return str(raw)
@@ -81,6 +84,10 @@ def _one_line(error: BaseException) -> str:
     return " ".join(f"{type(error).__name__}: {error}".split()).rstrip(":")
 
 
+def _tensors(split: Any) -> Images:
+    return split.data.unsqueeze(1).contiguous(), split.targets.long()
+
+
 def load_mnist(data_dir: Path, download: bool = True) -> tuple[Images, Images]:
     """(train, test) as (uint8 images (N, 1, 28, 28), int64 labels) on the CPU, read by
     torchvision from ``mnist_raw_folder(data_dir)``.
@@ -89,22 +96,32 @@ def load_mnist(data_dir: Path, download: bool = True) -> tuple[Images, Images]:
     (offline, blocked, corrupt or wrong files) raises MNISTUnavailable with the fix, and
     leaves no empty folder behind.
     """
-    data_dir = Path(data_dir)
+    return _load(Path(data_dir), download, test_only=False)  # type: ignore[return-value]
+
+
+def load_mnist_test(data_dir: Path, download: bool = True) -> Images:
+    """The test split alone, which needs only the two ``t10k`` files (for evaluation)."""
+    return _load(Path(data_dir), download, test_only=True)  # type: ignore[return-value]
+
+
+def _load(data_dir: Path, download: bool, test_only: bool) -> Any:
     raw = mnist_raw_folder(data_dir)
+    files = tuple(f for f in MNIST_FILES if f.startswith("t10k") or not test_only)
     present = _any_file(raw)
     made = [folder for folder in (data_dir, raw.parent, raw) if not folder.exists()]
-    mnist_class = _reading_from(raw)
+    mnist_class = _reading_from(raw, test_only)
     previous_timeout = socket.getdefaulttimeout()
     # torchvision opens its URLs without a timeout; a blocked network must not hang for ever.
     socket.setdefaulttimeout(DOWNLOAD_TIMEOUT_S)
     try:
-        train = mnist_class(str(data_dir), train=True, download=download)
-        test = mnist_class(str(data_dir), train=False, download=download)
-        splits = (
-            (train.data.unsqueeze(1).contiguous(), train.targets.long()),
-            (test.data.unsqueeze(1).contiguous(), test.targets.long()),
-        )
-        check_splits(raw, *splits)
+        test = _tensors(mnist_class(str(data_dir), train=False, download=download))
+        if test_only:
+            check_split(raw, "t10k", test)
+            return test
+        train = _tensors(mnist_class(str(data_dir), train=True, download=download))
+        check_split(raw, "train", train)
+        check_split(raw, "t10k", test)
+        splits = (train, test)
     except MNISTUnavailable:
         _remove_empty(made)
         raise
@@ -113,12 +130,12 @@ def load_mnist(data_dir: Path, download: bool = True) -> tuple[Images, Images]:
         if present:  # nothing was downloaded: the files that are there do not read
             raise MNISTUnavailable(
                 f"The MNIST files in {raw} could not be read ({_one_line(error)}): "
-                f"{_which_file_fails(raw)}. Replace them with the original files. "
-                f"{mnist_help(data_dir)}"
+                f"{_which_file_fails(raw, files)}. Replace them with the original files. "
+                f"{mnist_help(data_dir, files)}"
             ) from error
         raise MNISTUnavailable(
-            f"MNIST is not in {raw} and could not be "
-            f"{'downloaded' if download else 'read'} ({_one_line(error)}). {mnist_help(data_dir)}"
+            f"MNIST is not in {raw} and could not be {'downloaded' if download else 'read'} "
+            f"({_one_line(error)}). {mnist_help(data_dir, files)}"
         ) from error
     finally:
         socket.setdefaulttimeout(previous_timeout)
@@ -129,37 +146,37 @@ def load_mnist(data_dir: Path, download: bool = True) -> tuple[Images, Images]:
 EXPECTED_IMAGES = {"train": 60000, "t10k": 10000}
 
 
-def check_splits(raw: Path, train: Images, test: Images) -> None:
-    """MNISTUnavailable, naming the file, unless both splits look like MNIST: 28x28 uint8
-    images, labels 0 to 9, as many labels as images, and MNIST's number of images."""
-    for prefix, (images, labels) in (("train", train), ("t10k", test)):
-        image_file, label_file = f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"
-        problem = ""
-        if tuple(images.shape[1:]) != (1, 28, 28):
-            size = "x".join(str(n) for n in images.shape[2:])
-            problem = f"{image_file} holds {size} images; MNIST's are 28x28"
-        elif len(images) != EXPECTED_IMAGES[prefix]:
-            expected = EXPECTED_IMAGES[prefix]
-            problem = f"{image_file} holds {len(images)} images; MNIST's has {expected}"
-        elif len(labels) != len(images):
-            problem = f"{label_file} holds {len(labels)} labels for {len(images)} images"
-        elif len(labels) and not 0 <= int(labels.min()) <= int(labels.max()) <= 9:
-            problem = (
-                f"{label_file} holds labels from {int(labels.min())} to {int(labels.max())}; "
-                "MNIST's are 0 to 9"
-            )
-        if problem:
-            raise MNISTUnavailable(
-                f"The MNIST files in {raw} are not MNIST: {problem}. Replace them with the "
-                f"original files (or delete them to download again)."
-            )
+def check_split(raw: Path, prefix: str, split: Images) -> None:
+    """MNISTUnavailable, naming the file, unless the split ("train" or "t10k") looks like
+    MNIST's: 28x28 images, labels 0 to 9, as many labels as images, MNIST's number of images."""
+    images, labels = split
+    image_file, label_file = f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"
+    problem = ""
+    if tuple(images.shape[1:]) != (1, 28, 28):
+        size = "x".join(str(n) for n in images.shape[2:])
+        problem = f"{image_file} holds {size} images; MNIST's are 28x28"
+    elif len(images) != EXPECTED_IMAGES[prefix]:
+        expected = EXPECTED_IMAGES[prefix]
+        problem = f"{image_file} holds {len(images)} images; MNIST's has {expected}"
+    elif len(labels) != len(images):
+        problem = f"{label_file} holds {len(labels)} labels for {len(images)} images"
+    elif len(labels) and not 0 <= int(labels.min()) <= int(labels.max()) <= 9:
+        problem = (
+            f"{label_file} holds labels from {int(labels.min())} to {int(labels.max())}; "
+            "MNIST's are 0 to 9"
+        )
+    if problem:
+        raise MNISTUnavailable(
+            f"The MNIST files in {raw} are not MNIST: {problem}. Replace them with the "
+            f"original files (or delete them to download again)."
+        )
 
 
-def _which_file_fails(raw: Path) -> str:
-    """The first of the four files that torchvision's own readers cannot read, and why."""
+def _which_file_fails(raw: Path, files: tuple[str, ...]) -> str:
+    """The first of ``files`` that torchvision's own readers cannot read, and why."""
     from torchvision.datasets.mnist import read_image_file, read_label_file
 
-    for gz in MNIST_FILES:
+    for gz in files:
         name = gz[: -len(".gz")]
         path = raw / name
         if not path.is_file():

@@ -266,6 +266,11 @@ class TrainingRun:
             f"test accuracy {100 * test_accuracy:.2f}% on the {label} "
             f"({len(test_split)} images), loss {test_loss:.4f}"
         )
+        if not cfg.dry_run:
+            say(
+                f"          (the model after epoch {self.epochs_done}, as in {LAST}; evaluate "
+                f"uses {BEST}, the epoch with the best validation accuracy)"
+            )
         files: list[Path] = []
         if not cfg.dry_run and self.history:
             extra = {
@@ -293,6 +298,7 @@ class TrainingRun:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "config": {name: getattr(self.cfg, name) for name in RUN_SETTINGS},
+            "data_dir": str(self.cfg.data_dir),  # where evaluate finds the test files
             "epochs_done": self.epochs_done,
             "position": None if position is None else position.to_dict(),
             "history": self.history,
