@@ -28,7 +28,9 @@ def answers(**overrides) -> dict:
     data = default_answers(**overrides)
     data["project_slug"] = overrides.get("project_slug", "lenet-on-directml")
     data["package_name"] = overrides.get("package_name", "lenet_on_directml")
-    data["_stacks"] = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text("utf-8"))["_stacks"]
+    context = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text("utf-8"))
+    data["_stacks"] = context["_stacks"]
+    data["_reserved_modules"] = context["_reserved_modules"]
     return data
 
 
@@ -74,7 +76,7 @@ def test_python_version_follows_the_support_table(pre_gen, accelerator, version,
 def test_stdlib_names_are_reserved_on_the_running_python(pre_gen, monkeypatch):
     monkeypatch.setattr(sys, "stdlib_module_names", frozenset({"digits"}), raising=False)
 
-    assert "would shadow" in pre_gen.check_names(answers(package_name="digits"))[0]
+    assert "would shadow" in pre_gen.check_names(answers(package_name="digits"))[0].sentence
 
 
 @pytest.mark.parametrize(
