@@ -307,7 +307,8 @@ def refusal_report(problems: list, answers: dict, replay_file, colour: bool = Fa
     lines = ["", f"{red}{rule}", f"Nothing was generated: {title} correcting.{reset}", ""]
     lines += [f"{bold}ERROR: {p.sentence}{reset}" for p in problems]
     lines.append("")
-    ask_again = sorted(questions_to_ask_again(problems))
+    again = questions_to_ask_again(problems)
+    ask_again = [question for question in answers if question in again]  # in question order
     if replay_file is not None:
         lines += [
             f"Your other answers are saved in {replay_file}.",
