@@ -71,27 +71,53 @@ def environment_report(project_dir: Path, package: str) -> str:
         sys.path.remove(str(project_dir / "src"))
 
 
-def next_steps(answers: dict) -> str:
-    slug, package = answers["project_slug"], answers["package_name"]
+def quoted(path: Path) -> str:
+    text = str(path)
+    return f'"{text}"' if any(c in text for c in " &()'^;$`") else text
+
+
+def environment_steps(answers: dict, project_dir: Path) -> list:
+    """The README's "In a terminal" steps for this environment manager, as printed lines."""
+    slug = answers["project_slug"]
+    cd = f"cd {quoted(project_dir)}"
     if answers["env_manager"] == "conda":
-        create = [
-            f"cd {slug}",
-            "conda env create -f environment.yml",
-            f"conda activate {slug}",
+        return [
+            f"  {cd}",
+            "  conda env create -f environment.yml",
+            f"  conda activate {slug}",
+            "If the terminal does not know `conda`: on Windows use the Miniforge Prompt (or",
+            "Anaconda Prompt) from the Start menu, or run `conda init powershell` there once",
+            "and open a new terminal; on Linux and macOS run `conda init` once (for Miniforge:",
+            "~/miniforge3/bin/conda init) and open a new terminal.",
         ]
-    else:
-        version = answers["python_version"]
-        create = [
-            f"cd {slug}",
-            f"py -{version} -m venv .venv   (Linux/macOS: python{version} -m venv .venv)",
-            ".venv\\Scripts\\activate      (Linux/macOS: source .venv/bin/activate)",
-            "pip install -r requirements.txt",
-        ]
-    steps = ["Next steps in a terminal:"] + [f"  {line}" for line in create]
+    version = answers["python_version"]
+    return [
+        "On Windows:",
+        f"  {cd}",
+        f"  py -{version} -m venv .venv",
+        "  .venv\\Scripts\\activate",
+        "  pip install -r requirements.txt",
+        "On Linux and macOS:",
+        f"  {cd}",
+        f"  python{version} -m venv .venv",
+        "  source .venv/bin/activate",
+        "  pip install -r requirements.txt",
+    ]
+
+
+def next_steps(answers: dict, project_dir: Path) -> str:
+    package = answers["package_name"]
+    steps = ["Next steps in a terminal:"] + environment_steps(answers, project_dir)
     steps += [
+        "Then, in the project folder:",
         f"  python -m {package}.verify_install",
         f"  python -m {package}.train --dataset synthetic --epochs 1   (no download needed)",
         f"  python -m {package}.train",
+        "Put it under version control; pre-commit then checks every commit:",
+        "  git init",
+        "  pre-commit install",
+        "  git add .",
+        "  pre-commit run --all-files",
     ]
     if answers["ide"] in ("pycharm", "both"):
         env_file = "environment.yml" if answers["env_manager"] == "conda" else "requirements.txt"
@@ -119,11 +145,11 @@ def main(answers: dict, project_dir: Path) -> int:
     except OSError as error:
         print(f"[warn] Could not finish tidying the project: {error}", file=sys.stderr)
     stack = f"{answers['accelerator']}, Python {answers['python_version']}"
-    print(f"\nCreated {answers['project_slug']} ({stack}).")
+    print(f"\nCreated {project_dir.resolve()} ({stack}).")
     print("\nThis machine:")
     print(environment_report(project_dir, answers["package_name"]))
     print()
-    print(next_steps(answers))
+    print(next_steps(answers, project_dir.resolve()))
     return 0
 
 

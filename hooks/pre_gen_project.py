@@ -2,28 +2,37 @@
 
 The answers arrive as JSON data rendered by cookiecutter (never pasted into Python source),
 so quotes, backslashes or code in an answer cannot change what this script does.
+
+When answers are refused, the good ones are saved as a cookiecutter replay file without the
+refused ones, so that `cookiecutter --replay-file` asks only those questions again.
 """
 
 from __future__ import annotations
 
 import json
 import keyword
+import os
 import re
 import sys
+import tempfile
+import unicodedata
+from pathlib import Path
 
-# Names the generated project imports or that Python tooling owns: a package called like
-# one of them would shadow it and break the project in confusing ways.
-RESERVED_PACKAGE_NAMES = {
-    "torch", "torchvision", "torch_directml", "numpy", "matplotlib", "tqdm", "PIL",
-    "pytest", "setuptools", "pip", "pkg_resources", "test", "tests", "src", "conftest",
-    "site", "typing_extensions",
-}  # fmt: skip
+# Names the generated project or Python tooling imports beyond what the pinned stacks install
+# (those are in cookiecutter.json's _reserved_modules, written by tests/stack_modules.py).
+RESERVED_PACKAGE_NAMES = {"test", "tests", "src", "conftest", "site", "sitecustomize"}
 NO_SLUG = "_"  # cookiecutter.json's project_slug when the name has nothing to slugify
 MAX_PACKAGE_LENGTH = 40  # keeps every generated import line within the 100-column limit
-SLUG_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
+MAX_SLUG_LENGTH = 40  # the same limit for the folder, distribution and environment name
+SLUG_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+PACKAGE_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 EMAIL_PATTERN = re.compile(r"^[^@\s<>,\"]+@[^@\s<>,\"]+\.[^@\s<>,\"]+$")
-PYTHON_VERSION_PATTERN = re.compile(r"^3\.(\d+)$")
-
+PYTHON_VERSION_PATTERN = re.compile(r"^3\.(0|[1-9][0-9]*)$")
+TEXT_QUESTIONS = ("project_name", "description", "author_name", "author_email")
+# Questions whose default is derived from an earlier answer (see cookiecutter.json): when one
+# of them is asked again, the answers it is derived from are asked again too.
+DERIVED_FROM = {"project_slug": "project_name", "package_name": "project_slug"}
+ANSWERS_FILE = "lenet-template-answers.json"
 
 # Python < 3.10 has no sys.stdlib_module_names: the names most likely to be chosen by accident.
 COMMON_STDLIB_NAMES = {
@@ -31,6 +40,17 @@ COMMON_STDLIB_NAMES = {
     "logging", "math", "os", "platform", "queue", "random", "select", "signal", "statistics",
     "string", "sys", "time", "token", "types", "typing", "unittest",
 }  # fmt: skip
+
+
+class Problem:
+    """One refused answer: the question it concerns and the sentence that explains it."""
+
+    def __init__(self, question: str, sentence: str) -> None:
+        self.question = question
+        self.sentence = sentence
+
+    def __repr__(self) -> str:
+        return f"Problem({self.question!r}, {self.sentence!r})"
 
 
 def stdlib_names() -> set:
@@ -41,63 +61,129 @@ def version_tuple(text: str) -> tuple:
     return tuple(int(part) for part in text.split("."))
 
 
-def check_names(answers: dict) -> list:
+def control_characters(text: str) -> list:
+    """Characters no file format here can hold as typed (tabs, newlines, other controls)."""
+    return sorted({c for c in text if unicodedata.category(c) in ("Cc", "Cs")})
+
+
+def check_text(answers: dict) -> list:
     problems = []
-    name = answers["project_name"].strip()
-    slug = answers["project_slug"]
-    package = answers["package_name"]
-    if not name:
-        problems.append("The project name is empty: type a name, for example 'Handwritten digits'.")
-        return problems
-    if slug == NO_SLUG:
-        problems.append(
-            f"The project name {name!r} has no letters or digits to make a folder name from: "
-            "answer project_slug yourself, for example 'handwritten-digits'."
-        )
-        return problems
+    for question in TEXT_QUESTIONS:
+        found = control_characters(answers[question])
+        if found:
+            names = ", ".join(f"U+{ord(c):04X}" for c in found)
+            problems.append(
+                Problem(
+                    question,
+                    f"The {question} answer contains control characters ({names}): type it "
+                    "on one line, without tabs or line breaks.",
+                )
+            )
+    return problems
+
+
+def check_slug(slug: str) -> list:
+    if len(slug) > MAX_SLUG_LENGTH:
+        shorter = slug[:MAX_SLUG_LENGTH].rstrip("-._")
+        return [
+            Problem(
+                "project_slug",
+                f"The folder name (project_slug) is {len(slug)} characters long: keep it to "
+                f"{MAX_SLUG_LENGTH} or fewer, for example {shorter!r}.",
+            )
+        ]
     if not SLUG_PATTERN.match(slug):
-        problems.append(
-            f"The folder name (project_slug) {slug!r} is not usable: use lower-case ASCII "
-            "letters and digits separated by single dashes, for example 'handwritten-digits'."
+        return [
+            Problem(
+                "project_slug",
+                f"The folder name (project_slug) {slug!r} is not usable: use lower-case ASCII "
+                "letters and digits separated by single dashes, for example "
+                "'handwritten-digits'.",
+            )
+        ]
+    return []
+
+
+def check_package(package: str, reserved: set) -> list:
+    def problem(sentence: str) -> list:
+        return [Problem("package_name", sentence)]
+
+    if package.startswith("__") and package.endswith("__") and len(package) > 4:
+        return problem(
+            f"The package name {package!r} is a dunder name that Python reserves for itself: "
+            f"choose a plain name, for example {package.strip('_') + '_digits'!r}."
         )
     if not (package.isascii() and package.isidentifier()) or keyword.iskeyword(package):
-        problems.append(
+        return problem(
             f"The package name {package!r} is not a Python identifier: use lower-case ASCII "
             "letters, digits and underscores, starting with a letter, for example "
             "'handwritten_digits'."
         )
-    elif package != package.lower():
-        problems.append(
+    if package != package.lower():
+        return problem(
             f"The package name {package!r} has capital letters: PEP 8 asks for lower case, "
             f"for example {package.lower()!r}."
         )
-    elif len(package) > MAX_PACKAGE_LENGTH:
+    if not PACKAGE_PATTERN.match(package):
+        return problem(
+            f"The package name {package!r} does not start with a letter: start it with one, "
+            f"for example {'digits' + package!r}."
+        )
+    if len(package) > MAX_PACKAGE_LENGTH:
         shorter = package[:MAX_PACKAGE_LENGTH].rstrip("_")
-        problems.append(
+        return problem(
             f"The package name {package!r} is {len(package)} characters long: keep it to "
             f"{MAX_PACKAGE_LENGTH} or fewer, for example {shorter!r}."
         )
-    elif package in RESERVED_PACKAGE_NAMES or package in stdlib_names():
-        problems.append(
+    if package in reserved or package in RESERVED_PACKAGE_NAMES or package in stdlib_names():
+        return problem(
             f"The package name {package!r} would shadow the module of the same name that "
-            "the project or Python itself imports: choose another, for example "
-            f"'{package}_lenet'."
+            "the project, its pinned packages or Python itself imports: choose another, for "
+            f"example '{package}_lenet'."
         )
-    return problems
+    return []
+
+
+def check_names(answers: dict) -> list:
+    name = answers["project_name"].strip()
+    slug = answers["project_slug"]
+    if not name:
+        return [
+            Problem(
+                "project_name",
+                "The project name is empty: type a name, for example 'Handwritten digits'.",
+            )
+        ]
+    if slug == NO_SLUG:
+        return [
+            Problem(
+                "project_slug",
+                f"The project name {name!r} has no letters or digits to make a folder name "
+                "from: answer project_slug yourself, for example 'handwritten-digits'.",
+            )
+        ]
+    reserved = set(answers.get("_reserved_modules", []))
+    return check_slug(slug) + check_package(answers["package_name"], reserved)
 
 
 def check_author(answers: dict) -> list:
     problems = []
     if "," in answers["author_name"]:
         problems.append(
-            f"The author name {answers['author_name']!r} contains a comma, which package "
-            "metadata cannot hold: write the name without commas."
+            Problem(
+                "author_name",
+                f"The author name {answers['author_name']!r} contains a comma, which package "
+                "metadata cannot hold: write the name without commas.",
+            )
         )
     email = answers["author_email"].strip()
     if email and not EMAIL_PATTERN.match(email):
         problems.append(
-            f"The author e-mail {email!r} is not an address: use the form name@example.com, "
-            "or leave it empty."
+            Problem(
+                "author_email",
+                f"The author e-mail {email!r} is not an address: use the form "
+                "name@example.com, or leave it empty.",
+            )
         )
     return problems
 
@@ -106,35 +192,160 @@ def check_python_version(answers: dict) -> list:
     accelerator = answers["accelerator"]
     stack = answers["_stacks"][accelerator]
     low, high = stack["python_min"], stack["python_max"]
-    wanted = answers["python_version"].strip()
+    typed = answers["python_version"]
+    wanted = typed.strip()
+
+    def problem(sentence: str) -> list:
+        return [Problem("python_version", sentence)]
+
+    allowed = f"allowed for {accelerator}: {low} to {high}"
+    if wanted != typed:
+        return problem(
+            f"The Python version {typed!r} has spaces around it: answer {wanted!r} ({allowed})."
+        )
     if not PYTHON_VERSION_PATTERN.match(wanted):
-        return [
+        loose = re.match(r"^3\.0*([0-9]+)$", wanted)
+        if loose:
+            return problem(
+                f"The Python version {wanted!r} is not written as Python writes it: answer "
+                f"'3.{int(loose.group(1))}' ({allowed})."
+            )
+        return problem(
             f"The Python version {wanted!r} is not of the form 3.X: answer, for example, "
-            f"'3.11' (allowed for {accelerator}: {low} to {high})."
-        ]
+            f"'3.11' ({allowed})."
+        )
     if not version_tuple(low) <= version_tuple(wanted) <= version_tuple(high):
-        return [
+        return problem(
             f"Python {wanted} is not supported with the {accelerator} accelerator: choose "
             f"{low} to {high}. {stack['python_note']}"
-        ]
+        )
     return []
 
 
 def validate(answers: dict) -> list:
-    return check_names(answers) + check_author(answers) + check_python_version(answers)
+    """Every problem with the answers, as Problem objects (empty when all are fine)."""
+    return (
+        check_text(answers)
+        + check_names(answers)
+        + check_author(answers)
+        + check_python_version(answers)
+    )
 
 
-def main(answers: dict) -> int:
+def questions_to_ask_again(problems: list) -> set:
+    """The refused questions, with those they are derived from and those derived from them."""
+    again = {p.question for p in problems}
+    changed = True
+    while changed:
+        changed = False
+        for derived, source in DERIVED_FROM.items():
+            if derived in again and source not in again:
+                again.add(source)
+                changed = True
+            if source in again and derived not in again:
+                again.add(derived)
+                changed = True
+    return again
+
+
+def replay_answers(answers: dict, ask_again: set) -> dict:
+    """A cookiecutter replay file: the public answers except those to be asked again."""
+    kept = {
+        key: value
+        for key, value in answers.items()
+        if not key.startswith("_") and key not in ask_again
+    }
+    return {"cookiecutter": kept}
+
+
+def answers_locations(answers: dict, project_dir: Path) -> list:
+    """Where to save the answers: the output folder, unless cookiecutter is about to delete it."""
+    locations = []
+    output_dir = answers.get("_output_dir") or str(project_dir.parent)
+    output = Path(output_dir)
+    if output.resolve() != project_dir.resolve():
+        locations.append(output)
+    locations.append(Path(tempfile.gettempdir()))
+    return locations
+
+
+def save_answers(answers: dict, ask_again: set, project_dir: Path):
+    """Write the replay file; returns its path, or None when no folder could take it."""
+    text = json.dumps(replay_answers(answers, ask_again), indent=2, ensure_ascii=False) + "\n"
+    for folder in answers_locations(answers, project_dir):
+        path = folder / ANSWERS_FILE
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            continue
+        return path
+    return None
+
+
+def quoted(text: str) -> str:
+    return f'"{text}"' if re.search(r"[\s&()^;'`$]", text) else text
+
+
+def rerun_command(answers: dict, replay_file: Path) -> str:
+    template = answers.get("_template") or "<template>"
+    command = ["cookiecutter", "--replay-file", quoted(str(replay_file))]
+    if answers.get("_output_dir"):
+        command += ["-o", quoted(answers["_output_dir"])]
+    return " ".join([*command, quoted(template)])
+
+
+def use_colour(stream) -> bool:
+    return hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
+
+
+def refusal_report(problems: list, answers: dict, replay_file, colour: bool = False) -> str:
+    """The block printed when answers are refused: framed, so no log line can hide it."""
+    red, bold, reset = ("\033[1;31m", "\033[1m", "\033[0m") if colour else ("", "", "")
+    rule = "=" * 78
+    count = len(problems)
+    title = "1 answer needs" if count == 1 else f"{count} answers need"
+    lines = ["", f"{red}{rule}", f"Nothing was generated: {title} correcting.{reset}", ""]
+    lines += [f"{bold}ERROR: {p.sentence}{reset}" for p in problems]
+    lines.append("")
+    again = questions_to_ask_again(problems)
+    ask_again = [question for question in answers if question in again]  # in question order
+    if replay_file is not None:
+        lines += [
+            f"Your other answers are saved in {replay_file}.",
+            f"Run this to answer only {', '.join(ask_again)} again:",
+            "",
+            f"    {rerun_command(answers, replay_file)}",
+        ]
+    else:
+        lines.append("Run cookiecutter again with corrected answers.")
+    lines += [
+        "",
+        "(cookiecutter's own 'Hook script failed' message and traceback below only repeat "
+        "that the answers above were refused.)",
+        f"{red}{rule}{reset}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(answers: dict, project_dir: Path) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     problems = validate(answers)
-    for problem in problems:
-        print(f"ERROR: {problem}", file=sys.stderr)
-    if problems:
-        print(
-            "Nothing was generated. Run cookiecutter again with corrected answers.", file=sys.stderr
-        )
-        return 1
-    return 0
+    if not problems:
+        return 0
+    replay_file = save_answers(answers, questions_to_ask_again(problems), project_dir)
+    print(refusal_report(problems, answers, replay_file, use_colour(sys.stderr)), file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(json.loads(r"""{{ cookiecutter | tojson }}""")))
+    try:
+        sys.exit(main(json.loads(r"""{{ cookiecutter | tojson }}"""), Path.cwd()))
+    except Exception as error:  # a bug here must still read as one sentence, not a traceback
+        print(
+            f"ERROR: The answers could not be checked ({error!r}). Nothing was generated.",
+            file=sys.stderr,
+        )
+        sys.exit(1)

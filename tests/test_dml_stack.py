@@ -17,6 +17,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from conftest import CONTEXT, TEMPLATE_DIR
 
 pytestmark = [pytest.mark.slow, pytest.mark.dml_stack]
 
@@ -73,6 +74,22 @@ def test_the_stack_is_exactly_the_pinned_one(baked, dml_python):
 
     assert versions[0].split("+")[0] == "2.4.1"
     assert versions[1].split("+")[0] == "0.19.1"
+
+
+def test_every_module_of_the_directml_stack_is_reserved(dml_python):
+    """cookiecutter.json's _reserved_modules covers what this stack installs (see
+    tests/stack_modules.py), so no package name can shadow one of them."""
+    script = TEMPLATE_DIR / "tests" / "stack_modules.py"
+    result = subprocess.run(
+        [dml_python, str(script), "--json"], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+
+    assert "torch-directml==0.2.5.dev240914" in found["distributions"]
+    assert "torch==2.4.1" in found["distributions"]
+    unreserved = sorted(set(found["modules"]) - set(CONTEXT["_reserved_modules"]))
+    assert unreserved == [], f"run `{dml_python} tests/stack_modules.py --update` to reserve them"
 
 
 def test_own_test_suite_passes_on_the_directml_stack(baked, dml_python):

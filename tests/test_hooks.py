@@ -28,7 +28,9 @@ def answers(**overrides) -> dict:
     data = default_answers(**overrides)
     data["project_slug"] = overrides.get("project_slug", "lenet-on-directml")
     data["package_name"] = overrides.get("package_name", "lenet_on_directml")
-    data["_stacks"] = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text("utf-8"))["_stacks"]
+    context = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text("utf-8"))
+    data["_stacks"] = context["_stacks"]
+    data["_reserved_modules"] = context["_reserved_modules"]
     return data
 
 
@@ -74,7 +76,7 @@ def test_python_version_follows_the_support_table(pre_gen, accelerator, version,
 def test_stdlib_names_are_reserved_on_the_running_python(pre_gen, monkeypatch):
     monkeypatch.setattr(sys, "stdlib_module_names", frozenset({"digits"}), raising=False)
 
-    assert "would shadow" in pre_gen.check_names(answers(package_name="digits"))[0]
+    assert "would shadow" in pre_gen.check_names(answers(package_name="digits"))[0].sentence
 
 
 @pytest.mark.parametrize(
@@ -112,15 +114,43 @@ def test_environment_report_never_raises_when_the_package_is_broken(post_gen, tm
     assert "boom" in report
 
 
-def test_next_steps_match_the_environment_manager_and_ide(post_gen):
-    conda = post_gen.next_steps(answers())
-    venv = post_gen.next_steps(answers(env_manager="venv", ide="vscode"))
+def test_next_steps_match_the_environment_manager_and_ide(post_gen, tmp_path):
+    conda = post_gen.next_steps(answers(), tmp_path)
+    venv = post_gen.next_steps(answers(env_manager="venv", ide="vscode"), tmp_path)
 
     assert "conda env create -f environment.yml" in conda
     assert "PyCharm" in conda and "VS Code" not in conda
     assert "pip install -r requirements.txt" in venv
     assert "VS Code" in venv and "PyCharm" not in venv
     assert "python -m lenet_on_directml.verify_install" in venv
+
+
+def test_next_steps_name_the_full_path_of_the_project(post_gen, tmp_path):
+    project = tmp_path / "elsewhere" / "my projects" / "lenet-on-directml"
+
+    steps = post_gen.next_steps(answers(), project)
+
+    assert f'cd "{project}"' in steps.splitlines()[1]
+    assert "cd lenet-on-directml" not in steps
+
+
+def test_next_steps_say_what_to_do_when_conda_is_not_on_path(post_gen, tmp_path):
+    steps = post_gen.next_steps(answers(), tmp_path)
+
+    assert "If the terminal does not know `conda`" in steps
+    assert "Miniforge Prompt" in steps and "conda init" in steps
+
+
+def test_next_steps_start_git_and_pre_commit(post_gen, tmp_path):
+    lines = [line.strip() for line in post_gen.next_steps(answers(), tmp_path).splitlines()]
+
+    start = lines.index("git init")
+    assert lines[start : start + 4] == [
+        "git init",
+        "pre-commit install",
+        "git add .",
+        "pre-commit run --all-files",
+    ]
 
 
 def test_post_gen_main_survives_a_failing_step(post_gen, tmp_path, monkeypatch, capsys):

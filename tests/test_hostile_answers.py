@@ -6,6 +6,11 @@ what was typed (surrounding spaces trimmed).
 
 from __future__ import annotations
 
+import email
+import email.utils
+import subprocess
+import sys
+
 import pytest
 
 HOSTILE_NAMES = {
@@ -16,7 +21,14 @@ HOSTILE_NAMES = {
     "chinese": "手写数字识别",
     "accented": "Reconnaissance de chiffres écrits à la main",
     "spaces around": "   Spacey digits   ",
+    "emoji outside the BMP": "Digits \U0001f600 on \U0001d521\U0001d526\U0001d524\U0001d531",
+    "everything at once": 'Zo\u00eb\'s "Q" \\ & <b> \U0001f680 \u624b\u5199 \u00a0end',
 }
+# The build backend's first step of `pip install .`: the project's metadata from pyproject.toml.
+PREPARE_METADATA = (
+    "import sys; from setuptools import build_meta; "
+    "print(build_meta.prepare_metadata_for_build_wheel(sys.argv[1]))"
+)
 INJECTION = "x'''); import pathlib; pathlib.Path('INJECTED').write_text('pwned'); ('"
 
 
@@ -54,7 +66,35 @@ def test_hostile_project_name_round_trips_through_every_config_file(bake, name):
     settings = baked.json(f"src/{baked.package}/machinery/project.json")
     assert settings["project_name"] == expected
     assert baked.json(".cookiecutter.json")["cookiecutter"]["project_name"] == name
-    assert expected in baked.read("README.md")
+    for markdown in ("README.md", "README.zh-CN.md"):
+        assert f"# {expected}\n" in baked.read(markdown)
+        assert f"\n{expected}\n" in baked.read(markdown)  # the description
+    assert expected in baked.read("LICENSE")
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES.values(), ids=HOSTILE_NAMES.keys())
+def test_hostile_answers_give_package_metadata_that_installs(bake, name, tmp_path):
+    """What `pip install .` asks setuptools first: the metadata, read back as typed."""
+    baked = bake(description=name, author_name=name, project_slug="hostile-digits")
+    assert baked.ok, baked.output
+
+    result = subprocess.run(
+        [sys.executable, "-c", PREPARE_METADATA, str(tmp_path)],
+        cwd=baked.path,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    info = tmp_path / result.stdout.strip().splitlines()[-1]
+    metadata = email.message_from_string((info / "METADATA").read_text("utf-8"))
+    scripts = (info / "entry_points.txt").read_text("utf-8")
+
+    assert metadata["Summary"] == name.strip()
+    author, address = email.utils.parseaddr(metadata["Author-email"])
+    assert (author, address) == (name.strip(), "you@example.com")
+    assert "hostile-digits-train = hostile_digits.train:main" in scripts
 
 
 def test_chinese_name_gives_a_usable_slug_and_package(bake):

@@ -34,8 +34,28 @@ INVALID = {
         "has capital letters: PEP 8 asks for lower case, for example 'digits'",
     ),
     "package name too long": (
-        {"project_name": "A very long name for a handwritten digit recognition workshop"},
+        {"package_name": "a_very_long_name_for_a_handwritten_digit_recognition_workshop"},
         "is 61 characters long: keep it to 40 or fewer",
+    ),
+    "slug of 41 characters": (
+        {"project_slug": "d" * 41},
+        "The folder name (project_slug) is 41 characters long: keep it to 40 or fewer",
+    ),
+    "slug with a dot": (
+        {"project_slug": "my.digits"},
+        "The folder name (project_slug) 'my.digits' is not usable",
+    ),
+    "slug with an underscore": (
+        {"project_slug": "my_digits"},
+        "The folder name (project_slug) 'my_digits' is not usable",
+    ),
+    "package that is a dunder name": (
+        {"package_name": "__main__"},
+        "The package name '__main__' is a dunder name that Python reserves for itself",
+    ),
+    "package starting with an underscore": (
+        {"package_name": "_digits"},
+        "The package name '_digits' does not start with a letter",
     ),
     "package shadowing torch": (
         {"package_name": "torch"},
@@ -69,6 +89,26 @@ INVALID = {
         {"python_version": "3.11.4"},
         "The Python version '3.11.4' is not of the form 3.X",
     ),
+    "python version with spaces around it": (
+        {"python_version": " 3.11 "},
+        "The Python version ' 3.11 ' has spaces around it: answer '3.11'",
+    ),
+    "python version with a leading zero": (
+        {"python_version": "3.09"},
+        "The Python version '3.09' is not written as Python writes it: answer '3.9'",
+    ),
+    "python version with leading zeros": (
+        {"python_version": "3.010"},
+        "The Python version '3.010' is not written as Python writes it: answer '3.10'",
+    ),
+    "description with a line break": (
+        {"description": "Digits\nand more"},
+        "The description answer contains control characters (U+000A)",
+    ),
+    "project name with a tab": (
+        {"project_name": "Hand\twritten"},
+        "The project_name answer contains control characters (U+0009)",
+    ),
     "author name with a comma": (
         {"author_name": "Doe, Jane"},
         "The author name 'Doe, Jane' contains a comma",
@@ -78,6 +118,19 @@ INVALID = {
         "The author e-mail 'jane.example.com' is not an address",
     ),
 }
+
+
+# Top-level modules of the pinned stacks that a package of the same name would shadow (the
+# complete list is checked against each installed stack in tests/test_reserved_modules.py).
+SHADOWING = [
+    "cycler", "sympy", "networkx", "jinja2", "filelock", "fsspec", "pluggy", "six", "dateutil",
+    "yaml", "tomli", "ruff", "numpy", "pre_commit", "colorama", "torch_directml", "nvidia",
+]  # fmt: skip
+for module in SHADOWING:
+    INVALID[f"package shadowing {module}"] = (
+        {"package_name": module},
+        f"The package name {module!r} would shadow the module of the same name",
+    )
 
 
 @pytest.mark.parametrize("answers,message", INVALID.values(), ids=INVALID.keys())
