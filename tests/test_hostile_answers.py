@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import TEMPLATE_DIR
 
 HOSTILE_NAMES = {
     "double quote": 'The "Best" Digits',
@@ -119,3 +120,14 @@ def test_injection_payload_in_an_answer_is_never_executed(bake, question, tmp_pa
     assert not list(tmp_path.rglob("INJECTED"))
     if baked.ok:
         assert not list(baked.path.rglob("INJECTED"))
+
+
+def test_a_jinja_expression_in_an_answer_is_rendered_by_cookiecutter_as_the_readme_warns(bake):
+    """What the template README warns about, kept true: cookiecutter renders answers before
+    any hook, so an expression typed as an answer is evaluated on the baking machine."""
+    baked = bake(description="Six times seven is {{ 6 * 7 }}.")
+
+    assert baked.ok, baked.output
+    assert "Six times seven is 42." in baked.read("README.md")
+    readme = (TEMPLATE_DIR / "README.md").read_text(encoding="utf-8")
+    assert "Never\nbake with answers from someone you do not trust" in readme
