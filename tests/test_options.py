@@ -52,6 +52,7 @@ ALWAYS = {
     "src/{pkg}/machinery/devices.py",
     "src/{pkg}/machinery/directml_ops.txt",
     "src/{pkg}/machinery/optim.py",
+    "src/{pkg}/machinery/output_lock.py",
     "src/{pkg}/machinery/project.json",
     "src/{pkg}/machinery/project.py",
     "src/{pkg}/machinery/reporting.py",
