@@ -39,7 +39,18 @@ TORCH_TIMEOUT = 400  # a cold `import torch` takes 25-45 s under Wine
 VERIFY_GOAL_S = 60  # verify_install's own goal plus Wine's start-up and torch's import
 SUITE_TIMEOUT = 2400
 # The generated suite's tests that cannot pass under Wine, each with the Wine limit behind it.
-WINE_LIMITS: dict[str, str] = {}
+CPP_EXCEPTION_CRASH = (
+    "torch 2.4.1 raises a C++ exception here (an invalid device string, .item() on a meta "
+    "tensor); under Wine 8 its unwinding sometimes ends in an access violation (seen: 'Unhandled "
+    "page fault ... at address 0000000170028930'), while the same call in a short script raises "
+    "the RuntimeError that Windows and Linux raise"
+)
+WINE_LIMITS: dict[str, str] = {
+    "tests/test_docs.py::test_the_checks_quoted_in_directml_md_still_agree[device_names.py]": (
+        CPP_EXCEPTION_CRASH
+    ),
+    "tests/test_cli.py::test_benchmark_reports_a_failing_device_and_goes_on": CPP_EXCEPTION_CRASH,
+}
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +81,9 @@ def windows_bakes(winpy, tmp_path_factory) -> dict:
 
 
 def project_env(project: Path, **extra) -> dict:
-    return {"PYTHONPATH": wine_python.winpath(project / "src"), **extra}
+    # No __pycache__ from the tier's own runs: the bakes are compared byte for byte with Linux.
+    src = wine_python.winpath(project / "src")
+    return {"PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": "1", **extra}
 
 
 def run_in(winpy, project: Path, *args, timeout=TORCH_TIMEOUT, **options):
