@@ -50,7 +50,9 @@ WINE_LIMITS: dict[str, str] = {
         CPP_EXCEPTION_CRASH
     ),
     "tests/test_cli.py::test_benchmark_reports_a_failing_device_and_goes_on": CPP_EXCEPTION_CRASH,
+    "tests/test_model.py::test_rejects_images_of_the_wrong_size": CPP_EXCEPTION_CRASH,
 }
+ACCESS_VIOLATION = "Windows fatal exception: access violation"
 
 
 @pytest.fixture(scope="session")
@@ -312,17 +314,14 @@ def test_the_generated_test_suite_passes_on_windows_cpython(winpy, windows_bakes
         pytest.skip(f"passed under Wine for exactly these inputs: {stamp.read_text().strip()}")
     _, project = windows_bakes["default"]
     deselect = [arg for test in WINE_LIMITS for arg in ("--deselect", test)]
-    result = run_in(
-        winpy,
-        project,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *deselect,
-        timeout=SUITE_TIMEOUT,
-    )
+    command = ["-m", "pytest", "-q", "-p", "no:cacheprovider", *deselect]
+    result = run_in(winpy, project, *command, timeout=SUITE_TIMEOUT)
+    if ACCESS_VIOLATION in result.output:
+        # Another test in which torch raised crashed Wine's unwinder (CPP_EXCEPTION_CRASH):
+        # one more run; a real defect fails both. Name the test in WINE_LIMITS if it repeats.
+        crashed = re.findall(r'File "[^"]*\\(tests\\[^"]+)", line \d+ in (test_\w+)', result.output)
+        print(f"\naccess violation under Wine in {crashed[-1:] or 'an unknown test'}; rerunning")
+        result = run_in(winpy, project, *command, timeout=SUITE_TIMEOUT)
 
     assert result.returncode == 0, result.output[-6000:]
     summary = result.stdout.strip().splitlines()[-1]
