@@ -51,7 +51,9 @@ def public_answers(answers: dict) -> dict:
 
 def write_answers(project_dir: Path, answers: dict) -> None:
     text = json.dumps(public_answers(answers), indent=2, ensure_ascii=False) + "\n"
-    (project_dir / ANSWERS_FILE).write_text(text, encoding="utf-8")
+    # newline="\n": LF on Windows too, like every other file of the project (.editorconfig).
+    with open(project_dir / ANSWERS_FILE, "w", encoding="utf-8", newline="\n") as file:
+        file.write(text)
 
 
 def environment_report(project_dir: Path, package: str) -> str:

@@ -4,6 +4,8 @@ path that exists in the baked project, through the project's interpreter, with n
 from __future__ import annotations
 
 import re
+import shutil
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -53,7 +55,8 @@ def test_pycharm_configuration_runs_an_existing_module_with_the_project_interpre
     assert values["EMULATE_TERMINAL"] == "true"  # tqdm progress bars redraw in place
     envs = {e.get("name"): e.get("value") for e in configuration.iter("env")}
     assert envs["PYTHONPATH"] == "$PROJECT_DIR$/src"
-    assert configuration.find("module").get("name") == baked.path.name
+    # No module name: PyCharm then uses the project's only module, whatever the folder is called.
+    assert configuration.find("module") is None
 
 
 def test_pycharm_tests_configuration_targets_the_tests_folder(baked):
@@ -85,3 +88,49 @@ def test_vscode_launch_configurations_mirror_pycharm(baked):
         assert (baked.path / "src" / baked.package / f"{module}.py").is_file()
     settings = baked.json(".vscode/settings.json")
     assert settings["python.testing.pytestEnabled"] is True
+
+
+@pytest.fixture(scope="module")
+def renamed(baked, tmp_path_factory):
+    """The baked project as GitHub's "Download ZIP" unpacks it: in a folder named <slug>-main."""
+    folder = tmp_path_factory.mktemp("renamed") / f"{baked.path.name}-main"
+    shutil.copytree(baked.path, folder)
+    return folder
+
+
+def test_pycharm_configurations_name_no_module_so_any_folder_name_works(baked, renamed):
+    """PyCharm names the project's module after the folder. A run configuration's constructor
+    picks the project's first module (RunConfigurationModule.init) and reading the file keeps it
+    when <module> is absent or empty; a <module name> that no longer matches the folder leaves
+    the configuration without a module, hence without an interpreter ("Please select a valid
+    Python interpreter"). So the files name no module and take the module's interpreter."""
+    files = sorted((renamed / ".run").glob("*.run.xml"))
+    assert len(files) == len(RUN_CONFIGURATIONS) + 1
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        configuration = ET.fromstring(text).find("configuration")
+        values = options(configuration)
+
+        assert configuration.find("module") is None, path.name
+        assert baked.path.name not in text and renamed.name not in text, path.name
+        assert values["IS_MODULE_SDK"] == "true" and values["SDK_HOME"] == "", path.name
+        for value in re.findall(r"\$PROJECT_DIR\$([^\"&;]*)", text):
+            assert (renamed / value.lstrip("/")).exists(), (path.name, value)
+        if values.get("MODULE_MODE") == "true":
+            module = values["SCRIPT_NAME"].replace(".", "/")
+            assert (renamed / "src" / f"{module}.py").is_file(), path.name
+
+
+def test_vscode_recommends_the_extensions_its_files_need_and_the_readme_names_them(baked):
+    recommended = baked.json(".vscode/extensions.json")["recommendations"]
+    launch = baked.json(".vscode/launch.json")["configurations"]
+    settings = baked.json(".vscode/settings.json")
+    readme = baked.read("README.md")
+    vscode_steps = readme[readme.index("### In VS Code") : readme.index("### In a terminal")]
+
+    assert "ms-python.python" in recommended  # interpreters, the Testing view (pytest)
+    assert {c["type"] for c in launch} == {"debugpy"} and "ms-python.debugpy" in recommended
+    assert settings["[python]"]["editor.defaultFormatter"] in recommended
+    assert sorted(recommended) == ["charliermarsh.ruff", "ms-python.debugpy", "ms-python.python"]
+    for extension in recommended:
+        assert f"`{extension}`" in vscode_steps, extension

@@ -13,6 +13,7 @@ from conftest import STACKS, TEMPLATE_DIR, TEXT_SUFFIXES
 ALWAYS = {
     ".cookiecutter.json",
     ".editorconfig",
+    ".gitattributes",
     ".gitignore",
     ".pre-commit-config.yaml",
     "README.md",
@@ -94,7 +95,7 @@ PYCHARM = {
     ".run/benchmark.run.xml",
     ".run/tests.run.xml",
 }
-VSCODE = {".vscode/launch.json", ".vscode/settings.json"}
+VSCODE = {".vscode/extensions.json", ".vscode/launch.json", ".vscode/settings.json"}
 GITHUB = {".github/workflows/tests.yml"}
 ENV_FILES = {"conda": {"environment.yml"}, "venv": {"requirements.txt"}}
 IDE_FILES = {"pycharm": PYCHARM, "vscode": VSCODE, "both": PYCHARM | VSCODE, "none": set()}

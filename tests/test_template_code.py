@@ -7,7 +7,7 @@ import sys
 
 from conftest import STACKS, TEMPLATE_DIR
 
-OWN_CODE = ["hooks", "tests", "dev.py"]
+OWN_CODE = ["hooks", "tests", "tools", "dev.py"]
 
 
 def ruff(*args: str) -> subprocess.CompletedProcess:

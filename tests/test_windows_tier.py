@@ -1,0 +1,369 @@
+"""The template and the generated project on a real Windows CPython (3.11, under Wine).
+
+`tools/wine_python.py` installs Debian's wine and xvfb, the official embeddable CPython for
+Windows and the Windows wheels of the DirectML stack, all cached between runs. Everything here
+runs on that interpreter: cookiecutter and the hooks, the GPU scan through DXGI (Wine shows one
+adapter under Xvfb), PowerShell (a stub under Wine that prints nothing), torch 2.4.1 for
+Windows and the real torch_directml import failure (Wine has no DXCore), and consoles whose code
+page is not UTF-8. What Wine cannot show is DirectML itself: that needs a Windows machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import STACKS, TEMPLATE_DIR
+
+sys.path.insert(0, str(TEMPLATE_DIR / "tools"))
+import wine_python  # noqa: E402
+
+pytestmark = [pytest.mark.windows, pytest.mark.slow]
+
+REPLAY = ".cookiecutter.json"
+HOSTILE_NAME = '手写数字 "Quoted" & <b> O\'Brien'
+VARIANTS = {
+    "default": {},
+    "venv-vscode": {"env_manager": "venv", "ide": "vscode"},
+    "hostile-name": {"project_name": HOSTILE_NAME},
+}
+CONSOLES = {"cp1252": "en_US.UTF-8", "cp936": "zh_CN.UTF-8"}
+BAKE_TIMEOUT = 180
+TORCH_TIMEOUT = 400  # a cold `import torch` takes 25-45 s under Wine
+VERIFY_GOAL_S = 90  # a few seconds of checks, plus Wine start-up and a cold torch import (25-45 s)
+SUITE_TIMEOUT = 2400
+# The generated suite's tests that cannot pass under Wine, each with the Wine limit behind it.
+CPP_EXCEPTION_CRASH = (
+    "torch 2.4.1 raises a C++ exception here (an invalid device string, .item() on a meta "
+    "tensor); under Wine 8 its unwinding sometimes ends in an access violation (seen: 'Unhandled "
+    "page fault ... at address 0000000170028930'), while the same call in a short script raises "
+    "the RuntimeError that Windows and Linux raise"
+)
+WINE_LIMITS: dict[str, str] = {
+    "tests/test_docs.py::test_the_checks_quoted_in_directml_md_still_agree[device_names.py]": (
+        CPP_EXCEPTION_CRASH
+    ),
+    "tests/test_cli.py::test_benchmark_reports_a_failing_device_and_goes_on": CPP_EXCEPTION_CRASH,
+    "tests/test_model.py::test_rejects_images_of_the_wrong_size": CPP_EXCEPTION_CRASH,
+}
+ACCESS_VIOLATION = "Windows fatal exception: access violation"
+
+
+@pytest.fixture(scope="session")
+def winpy() -> wine_python.WindowsPython:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the Wine tier runs on Linux; a Windows host runs the whole suite natively")
+    return wine_python.setup()
+
+
+def bake_on_windows(winpy, out: Path, answers: dict, **run_options) -> wine_python.WineResult:
+    out.mkdir(parents=True, exist_ok=True)
+    args = ["-m", "cookiecutter", wine_python.winpath(TEMPLATE_DIR), "--no-input"]
+    args += ["-o", wine_python.winpath(out)]
+    args += [f"{key}={value}" for key, value in answers.items()]
+    return winpy.run(args, timeout=BAKE_TIMEOUT, **run_options)
+
+
+@pytest.fixture(scope="session")
+def windows_bakes(winpy, tmp_path_factory) -> dict:
+    """name -> (cookiecutter's result, the project folder) for every variant, baked once."""
+    bakes = {}
+    for name, answers in VARIANTS.items():
+        out = tmp_path_factory.mktemp(f"windows-{name}")
+        result = bake_on_windows(winpy, out, answers)
+        folders = [p for p in out.iterdir() if p.is_dir()]
+        bakes[name] = (result, folders[0] if len(folders) == 1 else None)
+    return bakes
+
+
+def project_env(project: Path, **extra) -> dict:
+    # No __pycache__ from the tier's own runs: the bakes are compared byte for byte with Linux.
+    src = wine_python.winpath(project / "src")
+    return {"PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": "1", **extra}
+
+
+def run_in(winpy, project: Path, *args, timeout=TORCH_TIMEOUT, **options):
+    env = project_env(project, **options.pop("env", {}))
+    return winpy.run(list(args), cwd=project, env=env, timeout=timeout, **options)
+
+
+def package_of(project: Path) -> str:
+    return json.loads((project / REPLAY).read_text("utf-8"))["cookiecutter"]["package_name"]
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def assert_clean(result: wine_python.WineResult) -> None:
+    for problem in ("Traceback", "UnicodeEncodeError", "UnicodeDecodeError"):
+        assert problem not in result.output, result.output[-3000:]
+
+
+# ---------------------------------------------------------------- baking on Windows
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cookiecutter_bakes_on_windows_and_the_hook_reports_this_machine(
+    winpy, windows_bakes, variant
+):
+    result, project = windows_bakes[variant]
+
+    assert result.returncode == 0, result.output[-3000:]
+    assert_clean(result)
+    assert project is not None and (project / "pyproject.toml").is_file()
+    assert f"Created {project.name} (" in result.stdout
+    os_line = re.search(r"^\s+ok\s+OS\s+(.*)$", result.stdout, re.MULTILINE)
+    assert os_line and os_line.group(1).startswith("Windows 10 build 18362 (AMD64)")
+    # The GPU line names the adapter that DXGI itself returns on this Windows.
+    adapters = run_in(
+        winpy,
+        project,
+        "-c",
+        f"from {package_of(project)} import gpu_windows as g; "
+        "print('\\n'.join(a.name for a in g.dxgi_adapters()))",
+        timeout=BAKE_TIMEOUT,
+    )
+    names = adapters.stdout.split("\n")
+    assert adapters.returncode == 0 and names[0], adapters.output
+    gpu_line = re.search(r"^\s+ok\s+GPU\s+(.*)$", result.stdout, re.MULTILINE)
+    assert gpu_line and gpu_line.group(1).startswith(f"{names[0]} ("), result.stdout
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_windows_bake_is_byte_identical_to_a_linux_bake(windows_bakes, bake_once, variant):
+    _, project = windows_bakes[variant]
+    linux = bake_once(**VARIANTS[variant])
+    on_windows, on_linux = tree(project), tree(linux.path)
+
+    assert sorted(on_windows) == sorted(on_linux)
+    different = [name for name in on_linux if on_windows[name] != on_linux[name]]
+    # The replay file differs in one value only: the template's path as each OS writes it.
+    assert different == [REPLAY]
+    assert b"\r\n" not in on_windows[REPLAY]  # LF like every other file (.editorconfig)
+    windows_replay = json.loads(on_windows[REPLAY])["cookiecutter"]
+    linux_replay = json.loads(on_linux[REPLAY])["cookiecutter"]
+    assert windows_replay.pop("_template") == wine_python.winpath(TEMPLATE_DIR)
+    linux_replay.pop("_template")
+    assert windows_replay == linux_replay
+
+
+@pytest.mark.parametrize(
+    ("answer", "sentence"),
+    [
+        ("package_name=class", "ERROR: The package name 'class' is not a Python identifier"),
+        ("python_version=3.13", "ERROR: Python 3.13 is not supported with the directml"),
+    ],
+)
+def test_the_pre_gen_hook_refuses_an_invalid_answer_with_its_sentence(
+    winpy, tmp_path, answer, sentence
+):
+    key, value = answer.split("=", 1)
+    result = bake_on_windows(winpy, tmp_path, {key: value})
+
+    assert result.returncode != 0
+    assert sentence in result.stderr
+    assert "Nothing was generated. Run cookiecutter again with corrected answers." in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- GPU scan without answers
+
+
+def test_powershell_that_prints_nothing_is_no_information_and_returns_at_once(winpy, windows_bakes):
+    _, project = windows_bakes["default"]
+    result = run_in(
+        winpy,
+        project,
+        "-c",
+        f"import time; from {package_of(project)} import gpu_windows as g; "
+        "t = time.monotonic(); gpus, problem = g.powershell_adapters(); "
+        "print(len(gpus), round(time.monotonic() - t, 1), g.POWERSHELL_TIMEOUT); print(problem)",
+        timeout=BAKE_TIMEOUT,
+    )
+    counts, problem = result.stdout.strip().split("\n")
+    found, seconds, limit = counts.split()
+
+    assert result.returncode == 0, result.output
+    assert found == "0"  # nothing claimed, in either direction
+    assert float(seconds) < float(limit)
+    assert problem == "unreadable output from Get-CimInstance: 'empty'"
+
+
+@pytest.mark.parametrize(
+    ("situation", "display", "dxgi_error"),
+    [("no display (no Xvfb)", False, "CreateDXGIFactory1 returned 0x887A0004")],
+)
+def test_without_dxgi_the_gpu_line_says_it_could_not_list_never_no_gpu(
+    winpy, tmp_path, situation, display, dxgi_error
+):
+    result = bake_on_windows(winpy, tmp_path, {}, display=display)
+
+    assert result.returncode == 0, result.output[-3000:]
+    assert_clean(result)
+    gpu_line = re.search(r"^\s+(\S+)\s+GPU\s+(.*(?:\n {16}.*)*)", result.stdout, re.MULTILINE)
+    status, text = gpu_line.group(1), " ".join(gpu_line.group(2).split())
+    assert status == "WARN"
+    assert text.startswith("The GPUs could not be listed: DXGI: OSError: ")
+    assert dxgi_error in text
+    assert "PowerShell: unreadable output from Get-CimInstance: 'empty'" in text
+    assert "No display adapter" not in result.stdout
+
+
+# ---------------------------------------------------------------- the Windows PyTorch stack
+
+
+def test_the_windows_wheels_of_the_pinned_stack_are_installed(winpy):
+    result = winpy.run(
+        [
+            "-c",
+            "import importlib.metadata as m, sys; print(sys.platform); "
+            "print(*(m.version(n) for n in ('torch', 'torchvision', 'torch-directml')))",
+        ],
+        timeout=BAKE_TIMEOUT,
+    )
+
+    assert result.returncode == 0, result.output
+    pins = STACKS["directml"]["pins"]
+    wanted = [pins[name] for name in ("torch", "torchvision", "torch-directml")]
+    assert result.stdout.split() == ["win32", *wanted]
+
+
+def test_verify_install_reports_the_real_directml_failure_with_its_exit_code(winpy, windows_bakes):
+    _, project = windows_bakes["default"]
+    result = run_in(winpy, project, "-m", f"{package_of(project)}.verify_install", "--json")
+    report = json.loads(result.stdout)
+    directml = next(u for u in report["unavailable"] if u["kind"] == "directml")
+
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 3, result.output[-3000:]
+    assert report["verdict"]["status"] == "cpu-fallback"
+    assert report["chosen"]["kind"] == "cpu"
+    assert "DLL load failed while importing torch_directml_native" in directml["reason"]
+    assert report["packages"]["torch-directml"]["installed"] == "0.2.5.dev240914"
+    assert result.seconds < VERIFY_GOAL_S, f"{result.seconds:.1f} s"
+    print(f"\nverify_install under Wine: exit {result.returncode} in {result.seconds:.1f} s")
+
+
+def test_training_one_synthetic_epoch_on_the_cpu_writes_its_outputs(winpy, windows_bakes, tmp_path):
+    _, project = windows_bakes["default"]
+    out = tmp_path / "run"
+    result = run_in(
+        winpy,
+        project,
+        "-m",
+        f"{package_of(project)}.train",
+        "--dataset",
+        "synthetic",
+        "--epochs",
+        "1",
+        "--output-dir",
+        wine_python.winpath(out),
+    )
+
+    assert result.returncode == 0, result.output[-3000:]
+    assert_clean(result)
+    assert "device  : cpu" in result.stdout
+    assert "directml not used: torch_directml failed to load" in result.stdout
+    epoch = re.search(r"^epoch 1/1 .*\| ([\d.]+) s, ", result.stdout, re.MULTILINE)
+    assert epoch, result.stdout
+    for name in ("last.pt", "best.pt", "metrics.csv", "metrics.json", "curves.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "curves.png").read_bytes().startswith(b"\x89PNG")
+    metrics = json.loads((out / "metrics.json").read_text("utf-8"))
+    assert "epoch 1/1" in result.stdout and metrics
+    seconds = f"{epoch.group(1)} s (the whole command {result.seconds:.1f} s)"
+    print(f"\none synthetic epoch under Wine: {seconds}")
+
+
+# ---------------------------------------------------------------- the project's own tests
+
+
+def suite_inputs_key(winpy) -> str:
+    """What the generated suite's result depends on: the generated files, the hooks, the
+    answers, this tier and its tool, the Windows environment (requirements) and Wine's prefix."""
+    digest = hashlib.sha256(f"{winpy.home.name} {winpy.prefix.name}".encode())
+    roots = ["{{cookiecutter.project_slug}}", "hooks", "cookiecutter.json", "tools"]
+    roots.append("tests/test_windows_tier.py")
+    for root in roots:
+        path = TEMPLATE_DIR / root
+        for file in sorted([path] if path.is_file() else path.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                digest.update(file.relative_to(TEMPLATE_DIR).as_posix().encode() + b"\0")
+                digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def test_the_generated_test_suite_passes_on_windows_cpython(winpy, windows_bakes):
+    """The slowest part of the tier (torch starts slowly under Wine). With
+    TEMPLATE_WINDOWS_SUITE=when-changed (.ci/run) it reruns only when its inputs changed since
+    it last passed on this machine; otherwise, and locally, it always runs."""
+    stamp = winpy.root / "suite-passed" / suite_inputs_key(winpy)
+    if os.environ.get("TEMPLATE_WINDOWS_SUITE") == "when-changed" and stamp.exists():
+        pytest.skip(f"passed under Wine for exactly these inputs: {stamp.read_text().strip()}")
+    _, project = windows_bakes["default"]
+    deselect = [arg for test in WINE_LIMITS for arg in ("--deselect", test)]
+    command = ["-m", "pytest", "-q", "-p", "no:cacheprovider", *deselect]
+    result = run_in(winpy, project, *command, timeout=SUITE_TIMEOUT)
+    if ACCESS_VIOLATION in result.output:
+        # Another test in which torch raised crashed Wine's unwinder (CPP_EXCEPTION_CRASH):
+        # one more run; a real defect fails both. Name the test in WINE_LIMITS if it repeats.
+        crashed = re.findall(r'File "[^"]*\\(tests\\[^"]+)", line \d+ in (test_\w+)', result.output)
+        print(f"\naccess violation under Wine in {crashed[-1:] or 'an unknown test'}; rerunning")
+        result = run_in(winpy, project, *command, timeout=SUITE_TIMEOUT)
+
+    assert result.returncode == 0, result.output[-6000:]
+    summary = result.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary, summary
+    assert f"{len(WINE_LIMITS)} deselected" in summary or not WINE_LIMITS, summary
+    print(f"\nthe generated suite under Wine: {summary}")
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(f"{summary} ({time.strftime('%Y-%m-%d %H:%M')})\n")
+
+
+# ---------------------------------------------------------------- consoles that are not UTF-8
+
+
+@pytest.mark.parametrize("code_page", CONSOLES)
+def test_hook_verify_install_and_train_survive_a_non_utf8_console(winpy, tmp_path, code_page):
+    locale = CONSOLES[code_page]
+    bake = bake_on_windows(winpy, tmp_path / "out", {"project_name": HOSTILE_NAME}, locale=locale)
+    assert bake.returncode == 0, bake.output[-3000:]
+    assert_clean(bake)
+    (project,) = (tmp_path / "out").iterdir()
+    package = package_of(project)
+    verify = run_in(winpy, project, "-m", f"{package}.verify_install", locale=locale)
+    train = run_in(
+        winpy,
+        project,
+        "-m",
+        f"{package}.train",
+        "--dataset",
+        "synthetic",
+        "--dry-run",
+        "--output-dir",
+        wine_python.winpath(tmp_path / "run"),
+        locale=locale,
+    )
+
+    for result in (bake, verify, train):
+        assert_clean(result)
+    assert verify.returncode == 3, verify.output[-3000:]
+    assert train.returncode == 0, train.output[-3000:]
+    # Readable: what the code page can show is shown, the rest is replaced, never mojibake.
+    shown = HOSTILE_NAME if code_page == "cp936" else HOSTILE_NAME.replace("手写数字", "????")
+    assert f"verify_install: {shown} (accelerator: directml)" in verify.stdout
+    assert "Verdict (exit 3): CPU FALLBACK" in verify.stdout
+    assert f"Created {project.name} (directml, Python 3.11)." in bake.stdout
+    assert "epoch 1/1" in train.stdout
