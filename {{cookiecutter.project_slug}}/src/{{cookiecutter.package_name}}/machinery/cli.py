@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import math
 import os
@@ -93,7 +94,10 @@ def write_out(text: str, end: str = "\n") -> None:
     try:
         sys.stdout.write(text + end)
         sys.stdout.flush()
-    except BrokenPipeError:
+    except OSError as error:
+        # A closed pipe: BrokenPipeError, or EINVAL on Windows. Anything else is a real error.
+        if not isinstance(error, BrokenPipeError) and error.errno != errno.EINVAL:
+            raise
         # Point stdout at nothing, so that the flush at exit cannot fail a second time.
         with contextlib.suppress(OSError, ValueError):
             devnull = os.open(os.devnull, os.O_WRONLY)
