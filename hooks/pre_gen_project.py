@@ -21,7 +21,7 @@ from pathlib import Path
 # Names the generated project or Python tooling imports beyond what the pinned stacks install
 # (those are in cookiecutter.json's _reserved_modules, written by tests/stack_modules.py).
 RESERVED_PACKAGE_NAMES = {"test", "tests", "src", "conftest", "site", "sitecustomize"}
-NO_SLUG = "_"  # cookiecutter.json's project_slug when the name has nothing to slugify
+NO_SLUG = "unnamed-project"  # cookiecutter.json's project_slug when the name gives no slug
 MAX_PACKAGE_LENGTH = 40  # keeps every generated import line within the 100-column limit
 MAX_SLUG_LENGTH = 40  # the same limit for the folder, distribution and environment name
 SLUG_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -154,7 +154,7 @@ def check_names(answers: dict) -> list:
                 "The project name is empty: type a name, for example 'Handwritten digits'.",
             )
         ]
-    if slug == NO_SLUG:
+    if slug == NO_SLUG and not any(c.isalnum() for c in name):
         return [
             Problem(
                 "project_slug",

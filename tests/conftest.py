@@ -19,6 +19,8 @@ import pytest
 import yaml
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[1]
+# The generated project's template folder (its name is a Jinja expression: see the README).
+PROJECT_TEMPLATE = next(TEMPLATE_DIR.glob("*cookiecutter.project_slug*"))
 CONTEXT = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text(encoding="utf-8"))
 STACKS = CONTEXT["_stacks"]
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yml", ".yaml", ".json", ".xml", ".txt", ".cfg", ""}

@@ -225,10 +225,11 @@ def test_recorded_answers_regenerate_the_same_project(bake_once, tmp_path):
 
 
 def test_the_readme_tree_names_only_what_a_default_bake_has(bake_once):
-    """The template README's "What you get" tree is documentation of the default project."""
+    """The template README's "What you get" tree documents the default project (with both
+    editors' files, which it marks as depending on the ide answer)."""
     readme = (TEMPLATE_DIR / "README.md").read_text(encoding="utf-8")
     tree = readme.split("## What you get", 1)[1].split("```")[1]
-    baked = bake_once()
+    baked = bake_once(ide="both")
     folders, named = [], []
     for line in tree.splitlines()[2:]:  # after the fence's language line and the root folder
         match = re.match(r"^([│ ]*)[├└]── (\S+)", line)

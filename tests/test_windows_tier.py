@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import STACKS, TEMPLATE_DIR
+from conftest import PROJECT_TEMPLATE, STACKS, TEMPLATE_DIR
 
 sys.path.insert(0, str(TEMPLATE_DIR / "tools"))
 import wine_python  # noqa: E402
@@ -294,7 +294,7 @@ def suite_inputs_key(winpy) -> str:
     """What the generated suite's result depends on: the generated files, the hooks, the
     answers, this tier and its tool, the Windows environment (requirements) and Wine's prefix."""
     digest = hashlib.sha256(f"{winpy.home.name} {winpy.prefix.name}".encode())
-    roots = ["{{cookiecutter.project_slug}}", "hooks", "cookiecutter.json", "tools"]
+    roots = [PROJECT_TEMPLATE.name, "hooks", "cookiecutter.json", "tools"]
     roots.append("tests/test_windows_tier.py")
     for root in roots:
         path = TEMPLATE_DIR / root
