@@ -45,7 +45,18 @@ CPP_EXCEPTION_CRASH = (
     "page fault ... at address 0000000170028930'), while the same call in a short script raises "
     "the RuntimeError that Windows and Linux raise"
 )
+CORRUPT_FILE_CRASH = (
+    "torch.load of a corrupt or truncated file raises a C++ exception (PytorchStreamReader); "
+    "under Wine 8 its unwinding can end in an access violation (seen in "
+    "test_garbage_is_a_clear_error), where Windows and Linux raise RuntimeError"
+)
 WINE_LIMITS: dict[str, str] = {
+    "tests/test_checkpoints.py::test_a_truncated_checkpoint_is_a_clear_error": CORRUPT_FILE_CRASH,
+    "tests/test_checkpoints.py::test_garbage_is_a_clear_error": CORRUPT_FILE_CRASH,
+    "tests/test_cli.py::test_resume_from_a_corrupt_checkpoint_is_a_clear_error": (
+        CORRUPT_FILE_CRASH
+    ),
+    "tests/test_cli.py::test_evaluate_a_corrupt_checkpoint": CORRUPT_FILE_CRASH,
     "tests/test_docs.py::test_the_checks_quoted_in_directml_md_still_agree[device_names.py]": (
         CPP_EXCEPTION_CRASH
     ),
@@ -93,6 +104,11 @@ def run_in(winpy, project: Path, *args, timeout=TORCH_TIMEOUT, **options):
     return winpy.run(list(args), cwd=project, env=env, timeout=timeout, **options)
 
 
+def created_line(project: Path) -> str:
+    """The start of the post-gen hook's first line: the new project's full Windows path."""
+    return f"Created {wine_python.winpath(project)} ("
+
+
 def package_of(project: Path) -> str:
     return json.loads((project / REPLAY).read_text("utf-8"))["cookiecutter"]["package_name"]
 
@@ -122,7 +138,7 @@ def test_cookiecutter_bakes_on_windows_and_the_hook_reports_this_machine(
     assert result.returncode == 0, result.output[-3000:]
     assert_clean(result)
     assert project is not None and (project / "pyproject.toml").is_file()
-    assert f"Created {project.name} (" in result.stdout
+    assert created_line(project) in result.stdout
     os_line = re.search(r"^\s+ok\s+OS\s+(.*)$", result.stdout, re.MULTILINE)
     assert os_line and os_line.group(1).startswith("Windows 10 build 18362 (AMD64)")
     # The GPU line names the adapter that DXGI itself returns on this Windows.
@@ -130,7 +146,7 @@ def test_cookiecutter_bakes_on_windows_and_the_hook_reports_this_machine(
         winpy,
         project,
         "-c",
-        f"from {package_of(project)} import gpu_windows as g; "
+        f"from {package_of(project)}.doctor import gpu_windows as g; "
         "print('\\n'.join(a.name for a in g.dxgi_adapters()))",
         timeout=BAKE_TIMEOUT,
     )
@@ -173,9 +189,11 @@ def test_the_pre_gen_hook_refuses_an_invalid_answer_with_its_sentence(
 
     assert result.returncode != 0
     assert sentence in result.stderr
-    assert "Nothing was generated. Run cookiecutter again with corrected answers." in result.stderr
+    assert "Nothing was generated: 1 answer needs correcting." in result.stderr
     assert "Traceback" not in result.stderr
-    assert list(tmp_path.iterdir()) == []
+    # No project folder: only the other answers, saved for the rerun the refusal prints.
+    assert [p.name for p in tmp_path.iterdir()] == ["lenet-template-answers.json"]
+    assert "--replay-file" in result.stderr
 
 
 # ---------------------------------------------------------------- GPU scan without answers
@@ -187,7 +205,7 @@ def test_powershell_that_prints_nothing_is_no_information_and_returns_at_once(wi
         winpy,
         project,
         "-c",
-        f"import time; from {package_of(project)} import gpu_windows as g; "
+        f"import time; from {package_of(project)}.doctor import gpu_windows as g; "
         "t = time.monotonic(); gpus, problem = g.powershell_adapters(); "
         "print(len(gpus), round(time.monotonic() - t, 1), g.POWERSHELL_TIMEOUT); print(problem)",
         timeout=BAKE_TIMEOUT,
@@ -326,7 +344,8 @@ def test_the_generated_test_suite_passes_on_windows_cpython(winpy, windows_bakes
     assert result.returncode == 0, result.output[-6000:]
     summary = result.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary, summary
-    assert f"{len(WINE_LIMITS)} deselected" in summary or not WINE_LIMITS, summary
+    deselected = re.search(r"(\d+) deselected", summary)  # a parametrized test counts its cases
+    assert not WINE_LIMITS or (deselected and int(deselected.group(1)) >= len(WINE_LIMITS)), summary
     print(f"\nthe generated suite under Wine: {summary}")
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(f"{summary} ({time.strftime('%Y-%m-%d %H:%M')})\n")
@@ -365,5 +384,5 @@ def test_hook_verify_install_and_train_survive_a_non_utf8_console(winpy, tmp_pat
     shown = HOSTILE_NAME if code_page == "cp936" else HOSTILE_NAME.replace("手写数字", "????")
     assert f"verify_install: {shown} (accelerator: directml)" in verify.stdout
     assert "Verdict (exit 3): CPU FALLBACK" in verify.stdout
-    assert f"Created {project.name} (directml, Python 3.11)." in bake.stdout
+    assert f"{created_line(project)}directml, Python 3.11)." in bake.stdout
     assert "epoch 1/1" in train.stdout
