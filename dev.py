@@ -9,7 +9,7 @@ folder, or the folder named by the TEMPLATE_VENV environment variable. On Linux 
 about 5.6 GB (PyPI's torch for Linux brings its CUDA libraries); on Windows and macOS, where
 PyPI's torch is CPU-only, much less.
 
-What the tests cost, measured on a busy 2-core Linux machine: `quick` about 8 minutes;
+What the tests cost, measured on a busy 2-core Linux machine: `quick` 7 to 13 minutes;
 `test` about 33 minutes and 11 GB of disk the first time, because it also installs the exact
 DirectML stack (about 3 GB, cached for later runs) and runs a baked project on it.
 """
@@ -84,8 +84,9 @@ def demo(python: Path) -> None:
     package = next(p.name for p in (project / "src").iterdir() if p.is_dir())
     env = {**os.environ, "PYTHONPATH": str(project / "src")}
     print(f"\n== {project.name}: verify_install ==", flush=True)
-    # verify_install exits non-zero when it falls back to the CPU; the demo goes on.
-    subprocess.run([str(python), "-m", f"{package}.verify_install"], cwd=project, env=env)
+    # A broken install (exit 4) is reported by verify_install itself; the demo goes on.
+    command = [str(python), "-m", f"{package}.verify_install", "--cpu-fallback-ok"]
+    subprocess.run(command, cwd=project, env=env)
     print(f"\n== {project.name}: one epoch on synthetic digits ==", flush=True)
     run(
         [str(python), "-m", f"{package}.train", "--dataset", "synthetic", "--epochs", "1"],
