@@ -248,3 +248,29 @@ def test_python_m_train_exits_2_on_a_user_error(run_module, tmp_path):
 
 def test_checkpoint_written_by_train_loads_safely(trained_run):
     assert checkpoints.load_checkpoint(trained_run / "best.pt")["config"]["dataset"] == "synthetic"
+
+
+def test_benchmark_shows_progress_for_each_device_before_the_table(capsys, cpu_only):
+    assert benchmark.main(["--batches", "2", "--batch-size", "16", "--warmup", "1"]) == 0
+    out = capsys.readouterr().out
+    started = out.index("[1/1] cpu (CPU")
+    finished = out.index("[1/1] cpu: ")
+    assert out.index("Looking for devices") < started < finished < out.index("samples/s")
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "noted"), [("directml", True), ("cpu", False), ("cuda", False)]
+)
+def test_benchmark_says_why_directml_is_not_among_the_devices(
+    capsys, monkeypatch, cpu_discovery, accelerator, noted
+):
+    reason = devices.directml_missing_reason(accelerator)
+    found = devices.Discovery(
+        cpu_discovery.options, [devices.Unavailable("directml", reason, installed=False)]
+    )
+    monkeypatch.setattr(devices, "discover", lambda probes=None: found)
+    monkeypatch.setattr(benchmark, "_accelerator", lambda: accelerator)
+    assert benchmark.main(["--batches", "2", "--batch-size", "16", "--warmup", "1"]) == 0
+    out = capsys.readouterr().out
+    note = "note: directml is not among the devices: torch-directml is not installed"
+    assert (note in out) is noted, out

@@ -80,12 +80,13 @@ RADEON = Gpu(
 BASIC_RENDER = Gpu("Microsoft Basic Render Driver", 0x1414, 0x008C, 0, software=True, source="DXGI")
 
 
-def project(accelerator: str = "directml", python_version: str = "3.11") -> Project:
+def project(accelerator: str = "directml", python_version: str = "3.11", env_manager="") -> Project:
     return Project(
         project_name="LeNet test",
         package_name="lenet_test",
         accelerator=accelerator,
         python_version=python_version,
+        env_manager=env_manager,
         **STACKS[accelerator],
     )
 
@@ -108,6 +109,19 @@ def test_python_3_13_with_directml_fails_and_says_there_is_no_wheel():
     finding = only(findings, FAIL, "Python")
     assert "3.13.1" in finding.found and "no 3.13 wheel" in finding.found
     assert "Python 3.11" in finding.fix and "environment.yml" in finding.fix
+
+
+@pytest.mark.parametrize(
+    ("env_manager", "told", "not_told"),
+    [
+        ("conda", "`conda env create -f environment.yml`", "requirements.txt"),
+        ("venv", "`pip install -r requirements.txt`", "environment.yml"),
+    ],
+)
+def test_a_new_environment_is_made_from_the_file_the_project_has(env_manager, told, not_told):
+    fix = only(envcheck.check_python(project(env_manager=env_manager), (3, 13, 1), 64), FAIL).fix
+    assert told in fix and not_told not in fix
+    assert "-m venv .venv" in fix if env_manager == "venv" else "venv" not in fix
 
 
 def test_python_in_range_is_ok_and_names_the_range():

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
 from {{ cookiecutter.package_name }} import (
     evaluate,
+)
+from {{ cookiecutter.package_name }}.machinery import (
+    reporting,
 )
 
 
@@ -56,3 +60,50 @@ def test_a_foreign_file_is_a_clear_error(tmp_path, cpu_discovery):
     torch.save({"fc.weight": torch.zeros(2)}, path)
     with pytest.raises(evaluate.EvaluationError, match="not a checkpoint written by this project"):
         evaluate.evaluate_checkpoint(path, "cpu", discovery=cpu_discovery)
+
+
+def cell_colours(figure, cells):
+    """The RGB colour a viewer sees at the centre of each (row, column) cell."""
+    figure.canvas.draw()
+    pixels = np.asarray(figure.canvas.buffer_rgba())[..., :3] / 255.0
+    ax = figure.axes[0]
+    height = pixels.shape[0]
+    found = {}
+    for row, column in cells:
+        x, y = ax.transData.transform((column + 0.3, row + 0.3))  # off the number's centre
+        found[(row, column)] = pixels[int(height - y), int(x)]
+    return found
+
+
+def test_a_few_errors_next_to_a_thousand_correct_are_visible_and_counted():
+    matrix = [[0] * 10 for _ in range(10)]
+    for digit in range(10):
+        matrix[digit][digit] = 970 + 10 * digit  # MNIST's test set: about 1,000 per digit
+    matrix[4][9], matrix[7][2], matrix[9][4] = 7, 1, 3
+    figure = reporting.confusion_figure(matrix, "Confusion matrix: 99.89% correct\nMNIST")
+    colours = cell_colours(figure, [(4, 9), (7, 2), (0, 1), (3, 3)])
+    empty = colours[(0, 1)]
+    assert np.abs(colours[(4, 9)] - empty).max() > 0.5  # the worst confusion stands out
+    assert np.abs(colours[(7, 2)] - empty).max() > 0.1  # a single error is still seen
+    assert np.abs(colours[(3, 3)] - colours[(4, 9)]).max() > 0.3  # correct != error
+    texts = {text.get_text() for text in figure.axes[0].texts}
+    assert {"7", "1", "3", "970", "1060"} <= texts  # the numbers are kept
+    assert "0" not in texts  # empty cells stay blank
+
+
+def test_the_confusion_title_names_the_dataset(
+    trained_run, tiny_dataset, cpu_discovery, tmp_path, monkeypatch
+):
+    titles = []
+    plot = reporting.plot_confusion
+    monkeypatch.setattr(
+        reporting, "plot_confusion", lambda m, p, title: titles.append(title) or plot(m, p, title)
+    )
+    report = evaluate.evaluate_checkpoint(
+        trained_run / "last.pt", "cpu", discovery=cpu_discovery, dataset=tiny_dataset
+    )
+    evaluate.write_outputs(report, tmp_path)
+    assert titles == [
+        f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n"
+        "SYNTHETIC digits (generated, not MNIST), test set"
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import errno
 import json
 import signal
@@ -151,6 +152,55 @@ def test_a_run_writes_metrics_curves_and_checkpoints(trained_run):
     assert all(t.device.type == "cpu" for t in last["model"].values())
 
 
+def test_a_one_epoch_run_draws_training_curves_within_the_epoch(tmp_path, cpu_discovery):
+    """The demo's first run: one epoch. curves.png needs more than one dot per series."""
+    dataset = data.load_synthetic(train_size=3200, test_size=256, seed=5)  # 45 batches of 64
+    cfg = train.TrainConfig(
+        epochs=1, dataset="synthetic", device="cpu", output_dir=tmp_path, batch_size=64
+    )
+    train.train(cfg, discovery=cpu_discovery, dataset=dataset)
+    within = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))["within_epochs"]
+    xs = [point["epoch"] for point in within]
+    assert len(within) >= 20 and xs == sorted(xs) and 0 < xs[0] < 0.1 and xs[-1] == 1.0
+    first, last = within[0], within[-1]
+    assert last["train_loss"] < first["train_loss"] / 2  # the curve shows the learning
+    assert last["train_accuracy"] > first["train_accuracy"] + 0.3
+
+
+def test_points_within_an_epoch_cost_no_readback_per_step(
+    tmp_path, tiny_dataset, cpu_discovery, monkeypatch
+):
+    """Only the epoch's end reads values back; points are copies kept on the device."""
+    counted = {"readbacks": 0}
+    for name in ("item", "cpu", "tolist"):
+        original = getattr(torch.Tensor, name)
+
+        def counting(self, *args, _original=original, **kwargs):
+            counted["readbacks"] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counting)
+    cfg = train.TrainConfig(
+        epochs=1, dataset="synthetic", device="cpu", output_dir=tmp_path, log_interval=10_000
+    )
+    run = train.setup(cfg, cpu_discovery.options[0], tiny_dataset, stopping.StopSignal())
+    before = counted["readbacks"]
+    trained = train.train_epoch(run, 0)
+    assert run.steps_per_epoch >= 10 and len(trained.points) == run.steps_per_epoch
+    assert counted["readbacks"] - before <= 4  # the epoch's sums and the points, at the end
+
+
+def test_the_curves_title_names_the_dataset_not_its_folder(tiny_dataset, cpu_discovery, tmp_path):
+    folder = "C:\\Users\\ana.lopez\\Documents\\lenet\\data\\MNIST\\raw"
+    mnist_like = dataclasses.replace(
+        tiny_dataset, name="mnist", description=f"MNIST from {folder}: 1382 train / 154 val"
+    )
+    cfg = train.TrainConfig(epochs=1, device="cpu", output_dir=tmp_path)
+    run = train.setup(cfg, cpu_discovery.options[0], mnist_like, stopping.StopSignal())
+    assert run.title.startswith("LeNet-5 on MNIST - cpu (CPU")
+    assert "Users" not in run.title and "C - " not in run.title
+
+
 class StopAt(stopping.StopSignal):
     """Asks to stop at the ``at``-th check (one check per batch), the way a user would."""
 
@@ -179,6 +229,7 @@ def assert_same_run(out, reference):
     a = checkpoints.load_checkpoint(out / "last.pt")
     b = checkpoints.load_checkpoint(reference / "last.pt")
     assert comparable(a["history"]) == comparable(b["history"])
+    assert a["points"] == b["points"]  # the curves within the epochs too
     for key in b["model"]:
         assert torch.equal(a["model"][key], b["model"][key]), key
     for key, state in b["optimizer"]["state"].items():

@@ -7,11 +7,14 @@ and the timing run for real. One test runs the real thing end to end on this mac
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,12 +26,20 @@ from {{ cookiecutter.package_name }} import (
     train,
 )
 from {{ cookiecutter.package_name }}.doctor import (
+    envcheck,
     verify_install,
 )
 from {{ cookiecutter.package_name }}.doctor.envcheck import (
     FAIL,
     OK,
     WARN,
+)
+from {{ cookiecutter.package_name }}.doctor.gpus import (
+    Gpu,
+    GpuScan,
+)
+from {{ cookiecutter.package_name }}.doctor.os_info import (
+    OsInfo,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
@@ -317,3 +328,282 @@ def test_a_reader_that_stops_early_ends_the_json_quietly():
     text = err.decode("utf-8", "replace")
     assert "BrokenPipeError" not in text and "Traceback" not in text
     assert child.returncode in (verify_install.EXIT_OK, verify_install.EXIT_CPU_FALLBACK)
+
+
+# ------------------------------------------------------------------------------ the advice
+# Every fix and verdict may point only at lines that are printed, and every install command
+# it suggests must keep the project's pinned stack. Each phrasing that points elsewhere is
+# listed here with what it needs to be true; any other "the ... line" or "above" fails.
+
+REFERENCES = {
+    r"the WARN lines above say why": lambda out: any(s == "WARN" for s, _ in out.rows),
+    r"the fixes below": lambda out: bool(out.fixes),
+    r"the pins above": lambda out: any("pinned" in text for _, text in out.row_texts),
+    r"the Driver fix": lambda out: any("Driver" in label for label, _ in out.fixes),
+    r"the GPU fix says how PyTorch can use your GPU": lambda out: any(
+        "GPU" in label and ("ROCm" in fix or "XPU" in fix) for label, fix in out.fixes
+    ),
+    r"report the reason on this line": lambda out: any("Device" in label for label, _ in out.fixes),
+}
+POINTER = re.compile(
+    r"\bthe [\w-]+ (?:lines?|fix(?:es)?)\b|\babove\b|\bbelow\b|\bthis line\b", re.IGNORECASE
+)
+ROW = re.compile(r"^  (ok|WARN|FAIL)  (\S.*?)  +(\S.*)$")
+FIX = re.compile(r"^  \d+\. \[(?:ok|WARN|FAIL) ([^\]]+)\] (.*)$")
+PIP = re.compile(r"`pip install ([^`]*)`")
+
+
+@dataclass
+class Printed:
+    """verify_install's text output, read back the way a person reads it."""
+
+    rows: list  # (status, check) per table row
+    row_texts: list  # (check, text) per row, continuation lines joined
+    verdict: str
+    go_on: str
+    fixes: list  # (label, fix text)
+    text: str
+
+
+def read_output(text: str) -> Printed:
+    lines = text.splitlines()
+    rows, row_texts, fixes, verdict, go_on = [], [], [], "", ""
+    in_fixes = False
+    for number, line in enumerate(lines):
+        if line.startswith("Verdict (exit"):
+            verdict, go_on = line, lines[number + 1]
+        elif line == "Fixes:":
+            in_fixes = True
+        elif in_fixes and FIX.match(line):
+            fixes.append(list(FIX.match(line).groups()))
+        elif in_fixes and line.startswith("     ") and fixes:
+            fixes[-1][1] += " " + line.strip()
+        elif not in_fixes and ROW.match(line):
+            status, check, found = ROW.match(line).groups()
+            rows.append((status, check))
+            row_texts.append([check, found])
+        elif not in_fixes and line.startswith(" " * 10) and row_texts:
+            row_texts[-1][1] += " " + line.strip()
+    return Printed(rows, row_texts, verdict, go_on, [tuple(f) for f in fixes], text)
+
+
+def unresolved_pointers(out: Printed) -> list:
+    """Phrases in the fixes and the verdict that point at a line which is not printed."""
+    problems = []
+    for where, text in [("verdict", out.verdict + " " + out.go_on)] + out.fixes:
+        covered = []
+        for phrase, holds in REFERENCES.items():
+            for match in re.finditer(phrase, text, re.IGNORECASE):
+                covered.append(match.span())
+                if not holds(out):
+                    problems.append(f"[{where}] {phrase!r}, but no such line is printed")
+        for match in POINTER.finditer(text):
+            if not any(start <= match.start() < end for start, end in covered):
+                problems.append(f"[{where}] points at {match.group()!r}: {text}")
+    return problems
+
+
+def broken_installs(out: Printed, pins: dict) -> list:
+    """Install commands that would move a package off the project's pins."""
+    problems = []
+    for command in PIP.findall(" ".join(text for _, text in out.fixes)):
+        words = iter(command.split())
+        for word in words:
+            if word in ("-r", "--index-url", "--extra-index-url"):
+                next(words, None)
+            elif not word.startswith("-"):
+                name, _, version = word.partition("==")
+                if pins.get(name) != version:
+                    problems.append(f"`pip install {command}` installs {word}")
+    return problems
+
+
+WINDOWS = OsInfo("Windows", "10", "10.0.22631", "AMD64", windows_build=22631)
+LINUX_X86 = OsInfo("Linux", "6.8.0-45-generic", "#45-Ubuntu SMP", "x86_64")
+WSL2_NO_DXG = OsInfo(
+    "Linux", "5.15.153.1-microsoft-standard-WSL2", "#1 SMP", "x86_64", wsl=2, windows_build=22631
+)
+OLD_RADEON = Gpu("AMD Radeon R9 200 Series", 0x1002, 0x6658, 2 * 2**30, "15.201.1151.1008",
+                 datetime.date(2015, 11, 4), source="DXGI")  # fmt: skip
+NEW_RADEON = Gpu("AMD Radeon RX 6700 XT", 0x1002, 0x73DF, 12 * 2**30, "32.0.12033.1030",
+                 datetime.date(2025, 2, 20), source="DXGI")  # fmt: skip
+OLD_GEFORCE = Gpu("NVIDIA GeForce GTX 1060", 0x10DE, 0x1C03, 6 * 2**30, "31.0.15.1694",
+                  datetime.date(2022, 7, 21), source="DXGI")  # fmt: skip
+LINUX_AMD = Gpu("AMD GPU 0x73df", 0x1002, 0x73DF, 12 * 2**30, driver="amdgpu")
+LINUX_INTEL = Gpu("Intel GPU 0x56a0", 0x8086, 0x56A0, driver="i915")
+NOUVEAU = Gpu("NVIDIA GPU 0x2504", 0x10DE, 0x2504, driver="nouveau", source="/sys/class/drm/card1")
+ASPEED = Gpu("ASPEED GPU 0x2000", 0x1A03, 0x2000, driver="ast")
+BASIC = Gpu("Microsoft Basic Render Driver", 0x1414, 0x008C, 0, software=True, source="DXGI")
+NOT_INSTALLED = {
+    "directml": devices.directml_missing_reason("directml"),
+    "cpu": devices.directml_missing_reason("cpu"),
+    "cuda": devices.directml_missing_reason("cuda"),
+}
+DML_FAILED = "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
+NO_CUDA_BUILD = "this torch build has no CUDA or ROCm support"
+CUDA_INIT = "CUDA failed to initialise: RuntimeError: CUDA driver version is insufficient"
+CUDA_PINS = {"torch": "2.14.1", "torchvision": "0.29.1"}
+
+# (name, accelerator, OS, GPUs, found devices, unavailable (kind, reason, installed), request,
+#  a LeNet class or None, the installed packages: "pins" or a dict)
+SITUATIONS = [
+    ("linux-no-gpu-no-d3d12", "directml", LINUX_X86, [ASPEED], [],
+     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+    ("linux-amd-no-d3d12", "directml", LINUX_X86, [LINUX_AMD], [],
+     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+    ("linux-intel-no-d3d12", "directml", LINUX_X86, [LINUX_INTEL], [],
+     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+    ("linux-nouveau-dml-missing", "directml", LINUX_X86, [NOUVEAU], [],
+     [("directml", NOT_INSTALLED["directml"], False)], "auto", None,
+     {"torch": "2.4.1", "torchvision": "0.19.1"}),
+    ("wsl2-without-dxg", "directml", WSL2_NO_DXG, [], [],
+     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+    ("windows-old-driver-dml-fails", "directml", WINDOWS, [OLD_RADEON], [],
+     [("directml", DML_FAILED, True)], "auto", None, "pins"),
+    ("windows-dml-fails", "directml", WINDOWS, [NEW_RADEON], [],
+     [("directml", DML_FAILED, True)], "auto", None, "pins"),
+    ("windows-software-adapter", "directml", WINDOWS, [BASIC], [],
+     [("directml", "torch_directml sees no DirectX 12 adapter", True)], "auto", None, "pins"),
+    ("windows-dml-works", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "auto", None, "pins"),
+    ("windows-dml-computes-wrong", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "auto",
+     "drifting", "pins"),
+    ("windows-cpu-chosen", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "cpu", None, "pins"),
+    ("windows-asks-for-a-missing-device", "directml", WINDOWS, [NEW_RADEON], [],
+     [("directml", DML_FAILED, True)], "directml:1", None, "pins"),
+    ("cpu-project-on-windows", "cpu", WINDOWS, [NEW_RADEON], [],
+     [("directml", NOT_INSTALLED["cpu"], False)], "auto", None, "pins"),
+    ("cpu-project-newer-torch", "cpu", LINUX_X86, [LINUX_INTEL], [],
+     [("directml", NOT_INSTALLED["cpu"], False)], "auto", None,
+     {"torch": "2.15.0", "torchvision": "0.29.1"}),
+    ("cuda-project-cpu-torch", "cuda", WINDOWS, [OLD_GEFORCE], [],
+     [("cuda", NO_CUDA_BUILD, False), ("directml", NOT_INSTALLED["cuda"], False)], "auto",
+     None, "pins"),
+    ("cuda-project-old-driver", "cuda", WINDOWS, [OLD_GEFORCE], [],
+     [("cuda", CUDA_INIT, True)], "auto", None, "pins"),
+    ("cuda-project-linux-amd", "cuda", LINUX_X86, [LINUX_AMD], [],
+     [("cuda", "torch has CUDA support but sees no GPU", False)], "auto", None, "pins"),
+    ("torch-missing", "directml", WINDOWS, [NEW_RADEON], [], [], "auto", None,
+     {"torchvision": "0.19.1"}),
+]  # fmt: skip
+
+
+class DriftingLeNet(model.LeNet5):
+    def to(self, *args, **kwargs):
+        moved = super().to(*args, **kwargs)
+        with torch.no_grad():
+            moved.fc3.bias.add_(0.5)
+        return moved
+
+
+def advice_project(accelerator, env_manager):
+    pins = CUDA_PINS if accelerator == "cuda" else PINS[accelerator]
+    index = "https://download.pytorch.org/whl/cu130" if accelerator == "cuda" else ""
+    low = "3.8" if accelerator == "directml" else "3.10"
+    high = "3.12" if accelerator == "directml" else "3.14"
+    return Project("LeNet test", "lenet_test", accelerator, "3.11", low, high, "", pins, index,
+                   env_manager, "lenet-test")  # fmt: skip
+
+
+@pytest.fixture
+def situation(monkeypatch):
+    """Print verify_install's text for one situation; returns (exit code, Printed, Project)."""
+    monkeypatch.setattr(verify_install, "TIMED_STEPS", 1)
+    check_environment = envcheck.run_checks
+    check_packages = verify_install.check_packages
+
+    def describe(name, accelerator, os_facts, gpus, options, unavailable, request, lenet,
+                 installed, env_manager, args=()):  # fmt: skip
+        chosen = advice_project(accelerator, env_manager)
+        packages = dict(chosen.pins) if installed == "pins" else installed
+        found = devices.Discovery(
+            list(options) + [CPU], [devices.Unavailable(*u) for u in unavailable]
+        )
+        scan = GpuScan(list(gpus), "DXGI" if os_facts.is_windows else "/sys/class/drm")
+        monkeypatch.setattr(verify_install, "load_project", lambda: chosen)
+        monkeypatch.setattr(
+            verify_install.envcheck,
+            "run_checks",
+            lambda context, project: check_environment(
+                context, project, (3, 11, 9), 64, os_facts, scan, datetime.date(2025, 11, 1)
+            ),
+        )
+        monkeypatch.setattr(
+            verify_install, "check_packages", lambda project: check_packages(project, packages.get)
+        )
+        fake_devices = SimpleNamespace(discover=lambda: found, choose=devices.choose)
+        fake_model = SimpleNamespace(LeNet5=DriftingLeNet if lenet else model.LeNet5)
+        modules = (fake_devices, fake_model, train)
+        monkeypatch.setattr(verify_install, "load_modules", lambda: modules)
+        if "torch" not in packages:
+            monkeypatch.setattr(verify_install, "import_torch", no_torch)
+        code = verify_install.main(["--device", request, *args])
+        return code, chosen
+
+    return describe
+
+
+def no_torch():
+    raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+
+@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+@pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
+def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
+    situation, capsys, case, env_manager
+):
+    code, chosen = situation(*case, env_manager)
+    out = read_output(capsys.readouterr().out)
+
+    assert out.verdict and out.go_on, out.text
+    assert unresolved_pointers(out) == [], out.text
+    assert broken_installs(out, chosen.pins) == [], out.text
+    if chosen.accelerator != "directml":  # torch-directml would bring torch 2.4.1
+        assert "torch-directml==" not in out.text, out.text
+    other_file = "requirements.txt" if env_manager == "conda" else "environment.yml"
+    assert other_file not in out.text, out.text  # the project does not have that file
+    can = out.go_on.startswith("You can go on")
+    assert can == (code in (verify_install.EXIT_OK, verify_install.EXIT_CPU_FALLBACK)), out.text
+    if not can:
+        assert out.go_on.startswith("You cannot train yet") and out.fixes, out.text
+
+
+def test_the_run_configuration_option_turns_a_cpu_fallback_into_exit_0(situation, capsys):
+    code, _ = situation(*SITUATIONS[0], "conda")
+    plain = read_output(capsys.readouterr().out)
+    relaxed_code, _ = situation(*SITUATIONS[0], "conda", args=["--cpu-fallback-ok"])
+    relaxed = read_output(capsys.readouterr().out)
+
+    assert (code, relaxed_code) == (3, 0)
+    assert plain.verdict.startswith("Verdict (exit 3): CPU FALLBACK")
+    assert relaxed.verdict.startswith("Verdict (exit 0): CPU FALLBACK")
+    assert relaxed.go_on == plain.go_on
+    assert relaxed.go_on.startswith("You can go on to training: it will use the CPU, only slower.")
+
+
+def test_a_broken_install_is_never_exit_0_with_the_run_configuration_option(situation, capsys):
+    broken = next(case for case in SITUATIONS if case[0] == "torch-missing")
+    assert situation(*broken, "venv", args=["--cpu-fallback-ok"])[0] == 4
+    assert read_output(capsys.readouterr().out).go_on.startswith("You cannot train yet")
+
+
+def test_help_documents_the_run_configuration_option(capsys):
+    with pytest.raises(SystemExit):
+        verify_install.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--cpu-fallback-ok" in out and "exit 0 instead of 3" in out
+
+
+def test_the_reference_check_catches_a_fix_that_points_at_a_missing_line():
+    out = read_output(
+        "  WARN  OS      Linux: DirectML runs only on Windows.\n"
+        "  WARN  GPU     No GPU for compute found.\n\n"
+        "Verdict (exit 3): CPU FALLBACK: the WARN lines above say why.\n"
+        "You can go on to training: it will use the CPU, only slower.\n\n"
+        "Fixes:\n"
+        "  1. [WARN OS] Nothing is needed; the GPU line says how to use an AMD or Intel GPU.\n"
+        "  2. [WARN GPU] `pip install torch-directml==0.2.5.dev240914`\n"
+    )
+    assert len(unresolved_pointers(out)) == 1 and "GPU line" in unresolved_pointers(out)[0]
+    assert broken_installs(out, CUDA_PINS) == [
+        "`pip install torch-directml==0.2.5.dev240914` installs torch-directml==0.2.5.dev240914"
+    ]

@@ -15,6 +15,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -22,6 +23,7 @@ from . import data
 from .machinery import devices, reporting
 from .machinery.cli import positive_int, safe_console
 from .machinery.optim import build_optimizer
+from .machinery.project import load_project
 from .model import LeNet5, to_device
 from .train import train_step
 
@@ -77,9 +79,41 @@ def run_benchmark(
     batches: int = DEFAULT_BATCHES,
     batch_size: int = 128,
     warmup: int = DEFAULT_WARMUP,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Timing]:
+    """Time each device in turn; ``progress`` gets a line before and after each device."""
     split = data.synthetic_digits(batches * batch_size, seed=7)
-    return [time_epoch(option, split, batch_size, warmup) for option in options]
+    timings = []
+    for number, option in enumerate(options, 1):
+        if progress:
+            progress(f"[{number}/{len(options)}] {option.describe()}: timing ...")
+        timing = time_epoch(option, split, batch_size, warmup)
+        if progress:
+            result = f"failed ({timing.error})" if timing.error else f"{timing.seconds:.2f} s"
+            progress(f"[{number}/{len(options)}] {option.label}: {result}")
+        timings.append(timing)
+    return timings
+
+
+def missing_notes(
+    found: devices.Discovery, timed: list[devices.DeviceOption], accelerator: str
+) -> list[str]:
+    """Why a backend is not among the timed devices: every installed one that failed and, in
+    a DirectML project, DirectML whatever the reason (not installed, no Direct3D 12, ...)."""
+    timed_kinds = {option.kind for option in timed}
+    notes = []
+    for missing in found.unavailable:
+        ours = missing.kind == accelerator == "directml"
+        if missing.kind not in timed_kinds and (missing.installed or ours):
+            notes.append(f"note: {missing.kind} is not among the devices: {missing.reason}")
+    return notes
+
+
+def _accelerator() -> str:
+    try:
+        return load_project().accelerator
+    except Exception:  # no readable project.json: no project-specific note
+        return ""
 
 
 def format_timings(timings: list[Timing]) -> str:
@@ -124,21 +158,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     safe_console()
     args = build_parser().parse_args(argv)
+    print("Looking for devices ...", flush=True)
     found = devices.discover()
     try:
         options = [devices.choose(r, found) for r in args.device] if args.device else found.options
     except devices.DeviceNotAvailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    for missing in found.warnings():
-        print(f"note: {missing.kind} not used: {missing.reason}")
+    if not args.device:  # devices the user named need no note about the others
+        for note in missing_notes(found, options, _accelerator()):
+            print(note)
     samples = args.batches * args.batch_size
     print(
         f"Timing one epoch of {args.batches} batches x {args.batch_size} = {samples} SYNTHETIC "
         f"digits on {len(options)} device(s), after {args.warmup} warm-up batches ..."
     )
     try:
-        timings = run_benchmark(options, args.batches, args.batch_size, args.warmup)
+        timings = run_benchmark(
+            options,
+            args.batches,
+            args.batch_size,
+            args.warmup,
+            lambda line: print(line, flush=True),
+        )
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130

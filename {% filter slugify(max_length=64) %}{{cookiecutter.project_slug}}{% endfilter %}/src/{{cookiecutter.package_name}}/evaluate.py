@@ -184,8 +184,8 @@ def format_report(report: Report) -> str:
 
 
 def write_outputs(report: Report, directory: Path) -> list[Path]:
-    synthetic = " (SYNTHETIC digits)" if report.dataset == "synthetic" else ""
-    title = f"Confusion matrix{synthetic}: {100 * report.accuracy:.2f}% correct"
+    name = reporting.dataset_label(report.dataset)
+    title = f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n{name}, test set"
     png = reporting.plot_confusion(report.confusion, directory / reporting.CONFUSION_PNG, title)
     metrics = directory / TEST_METRICS_JSON
     checkpoints.write_text_atomic(metrics, json.dumps(report.to_dict(), indent=2) + "\n")

@@ -56,13 +56,35 @@ def _series(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
 
 
+def _venv_create(version: str) -> str:
+    return f"`py -{version} -m venv .venv` on Windows / `python{version} -m venv .venv` elsewhere"
+
+
+def install_command(project: Project) -> str:
+    """How this project's environment file installs the pinned stack into an environment."""
+    if project.env_manager == "conda":
+        return "`conda env update -f environment.yml`"
+    if project.env_manager == "venv":
+        return "`pip install -r requirements.txt`"
+    return (
+        "`pip install -r requirements.txt` (venv) or `conda env update -f environment.yml` (conda)"
+    )
+
+
 def _new_env_fix(project: Project) -> str:
     version = project.python_version
+    if project.env_manager == "conda":
+        create = "`conda env create -f environment.yml` (it asks for that Python)"
+    elif project.env_manager == "venv":
+        create = f"{_venv_create(version)}, then `pip install -r requirements.txt`"
+    else:
+        create = (
+            f"`conda env create -f environment.yml` (conda), or {_venv_create(version)} "
+            "and `pip install -r requirements.txt` (venv)"
+        )
     return (
-        f"Create the project's environment with Python {version}: "
-        "`conda env create -f environment.yml` (conda), or "
-        f"`py -{version} -m venv .venv` on Windows / `python{version} -m venv .venv` elsewhere "
-        "and `pip install -r requirements.txt` (venv); then select it as the project interpreter."
+        f"Create the project's environment with Python {version}: {create}; then select it as "
+        "the project interpreter."
     )
 
 
@@ -175,8 +197,8 @@ def check_os(project: Project, info: OsInfo) -> list[Finding]:
                 WARN,
                 f"{what}: DirectML runs only on Windows 10/11 and in WSL2. Here the project "
                 f"uses {_fallback_on_linux(project, info.machine)}.",
-                "Nothing is needed to train on this machine; the GPU line says how to use an "
-                "AMD or Intel GPU on Linux. For DirectML, run the project on Windows or in WSL2.",
+                "Nothing is needed to train on this machine. For DirectML, run the project on "
+                "Windows or in WSL2.",
             )
         ]
     return [
@@ -502,10 +524,11 @@ def _xpu_fix(project: Project) -> str:
     torch, vision = project.pins.get("torch", ""), project.pins.get("torchvision", "")
     if project.accelerator == "directml":
         return (
-            f"torch-directml pins torch {torch}, which has no XPU support (it came with 2.5). "
-            "Generate the project with accelerator=cpu for a current torch, then install its "
-            f"XPU build: `pip install torch torchvision --index-url {PYTORCH_INDEX}/xpu` "
-            "(with the versions that project pins). XPU supports Arc and Core Ultra graphics."
+            f"torch-directml pins torch {torch}, which has no XPU support (it came with 2.5), "
+            "so no install into this project's environment can add it. For Intel's XPU "
+            "backend (Arc and Core Ultra graphics), generate a new project with "
+            "accelerator=cpu and install PyTorch's XPU build of the torch it pins, from "
+            f"{PYTORCH_INDEX}/xpu."
         )
     return (
         f"Install PyTorch's XPU build: `pip install torch=={torch} torchvision=={vision} "

@@ -11,7 +11,8 @@ operators that fell back to the CPU during one training step; the time of that s
 device and on the CPU.
 
 Exit codes: 0 the chosen accelerator works (or a CPU-only project runs on the CPU); 3 training
-falls back to the CPU; 4 the install is broken; 2 wrong arguments (see ``--help``).
+falls back to the CPU (0 with ``--cpu-fallback-ok``, as the PyCharm run configuration passes);
+4 the install is broken; 2 wrong arguments (see ``--help``).
 
 torch is imported inside functions only: a missing or broken torch is a finding with its fix
 and the exit code for a broken install, never a traceback.
@@ -46,6 +47,8 @@ EXIT_CODES_HELP = f"""\
 exit codes:
   {EXIT_OK}  the chosen accelerator works (or the project is CPU-only and the CPU works)
   {EXIT_CPU_FALLBACK}  training would fall back to the CPU: the project's accelerator is not usable
+     (training works, slower; --cpu-fallback-ok exits 0 instead, as PyCharm's run
+     configuration does)
   {EXIT_BROKEN}  the install is broken: torch is missing or fails to import, or the smoke test
      or the training step fails
   2  wrong command-line arguments
@@ -129,8 +132,8 @@ def _install_fix(project: Project) -> str:
     pins = " ".join(f"{name}=={version}" for name, version in sorted(project.pins.items()))
     index = f" --extra-index-url {project.index_url}" if project.index_url else ""
     return (
-        "In the project's environment: `pip install -r requirements.txt` (venv) or "
-        f"`conda env update -f environment.yml` (conda), or directly `pip install {pins}{index}`."
+        f"In the project's environment: {envcheck.install_command(project)}, or directly "
+        f"`pip install {pins}{index}`."
     )
 
 
@@ -184,6 +187,14 @@ def import_torch() -> Any:
     return importlib.import_module("torch")
 
 
+def _activate_hint(project: Project) -> str:
+    if project.env_manager == "conda":
+        return f"`conda activate {project.project_slug or '...'}`"
+    if project.env_manager == "venv":
+        return "activate the .venv"
+    return "`conda activate ...` or the .venv"
+
+
 def torch_import_finding(error: BaseException, project: Project) -> Finding:
     text = describe_error(error)
     if isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] == "torch":
@@ -191,8 +202,8 @@ def torch_import_finding(error: BaseException, project: Project) -> Finding:
             "torch",
             FAIL,
             f"torch cannot be imported in this Python ({sys.executable}): {text}.",
-            "Run this with the project's environment (`conda activate ...` or the .venv; in "
-            "PyCharm select it as the project interpreter). If it is the right one: "
+            f"Run this with the project's environment ({_activate_hint(project)}; in PyCharm "
+            "select it as the project interpreter). If it is the right one: "
             + _install_fix(project),
         )
     if isinstance(error, OSError) and ("dll" in text.lower() or "WinError" in text):
@@ -382,9 +393,9 @@ def _device_findings(report: Report, discovery: Any, project: Project) -> None:
             status = WARN if ours or project.accelerator != "cpu" else OK
             fix = ""
             if missing.kind == "directml" and ours:
-                fix = _directml_fix(missing.reason, project)
+                fix = _directml_fix(missing.reason, project, report.findings)
             elif missing.kind == "cuda":
-                fix = _cuda_fix(missing.reason, project)
+                fix = _cuda_fix(missing.reason, project, report.findings)
             report.add("Device", status, f"{missing.kind} unavailable: {missing.reason}.", fix)
         else:
             absent.append(f"{missing.kind} ({missing.reason})")
@@ -392,31 +403,53 @@ def _device_findings(report: Report, discovery: Any, project: Project) -> None:
         report.add("Device", OK, f"Not on this machine or build: {'; '.join(absent)}.")
 
 
-def _directml_fix(reason: str, project: Project) -> str:
+def _has_fix(findings: Sequence[Finding], check: str) -> bool:
+    """Whether a ``check`` line with a fix is printed: only then may advice point to it."""
+    return any(finding.check == check and finding.fix for finding in findings)
+
+
+def _has_status(findings: Sequence[Finding], status: str) -> bool:
+    return any(finding.status == status for finding in findings)
+
+
+def _gpu_backend_fix(findings: Sequence[Finding]) -> bool:
+    """A GPU line whose fix installs a backend for this GPU (ROCm or XPU) is printed."""
+    return any(f.check == "GPU" and ("ROCm" in f.fix or "XPU" in f.fix) for f in findings)
+
+
+def _directml_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> str:
     if "not installed" in reason:
         return _install_fix(project)
     if "libd3d12" in reason or "libdxcore" in reason:
+        backend = _gpu_backend_fix(findings)
+        gpu = " The GPU fix says how PyTorch can use your GPU." if backend else ""
         return (
             "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
-            "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work; "
-            "the CPU trains without any fix, and the GPU lines name the backend for your GPU."
+            "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: "
+            f"nothing to install, the CPU trains.{gpu}"
         )
+    how = (
+        "as the Driver fix says"
+        if _has_fix(findings, "Driver")
+        else "from the GPU maker's website or Windows Update > Optional updates"
+    )
     return (
-        "Update the GPU driver (the Driver lines say how) and restart; if it persists, train "
-        "with `--device cpu` and report the reason above."
+        f"Update the GPU driver ({how}) and restart; if it persists, train with `--device cpu` "
+        "and report the reason on this line."
     )
 
 
-def _cuda_fix(reason: str, project: Project) -> str:
+def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> str:
     if "no CUDA" in reason:  # a CPU-only torch, e.g. PyPI's torch on Windows
         pins = " ".join(f"{name}=={project.pins[name]}" for name in ("torch", "torchvision"))
         index = project.index_url or "https://download.pytorch.org/whl/cu130"
         return (
             f"Install the CUDA build: `pip install --force-reinstall {pins} --index-url {index}`."
         )
+    which = " (the Driver fix says which)" if _has_fix(findings, "Driver") else ""
     return (
         "CUDA needs an NVIDIA GPU and its driver: check that `nvidia-smi` lists the GPU and "
-        "update the driver (the Driver lines say which). Without an NVIDIA GPU, the CPU trains."
+        f"update the driver{which}. Without an NVIDIA GPU, the CPU trains."
     )
 
 
@@ -508,9 +541,10 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         report.verdict = "WORKS: training runs on the CPU, as chosen."
     else:
         report.exit_code = EXIT_CPU_FALLBACK
+        why = "; the WARN lines above say why" if _has_status(report.findings, WARN) else ""
         report.verdict = (
             f"CPU FALLBACK: {project.accelerator} is not usable here, so training runs on the "
-            "CPU (slower); the WARN lines above say why."
+            f"CPU (slower){why}."
         )
 
 
@@ -598,12 +632,38 @@ def _numbers(
 # ------------------------------------------------------------------------------- output
 
 
-def render_text(report: Report) -> str:
+def can_go_on(report: Report) -> str:
+    """The verdict for a student in one plain sentence: may they go on to training?"""
+    chosen = report.chosen or {}
+    fixes = any(finding.fix for finding in report.findings)
+    if report.exit_code == EXIT_OK:
+        where = "the CPU" if chosen.get("kind") == "cpu" else chosen.get("label", "the device")
+        return f"You can go on to training: it will use {where}."
+    if report.exit_code == EXIT_CPU_FALLBACK:
+        accelerator = report.project.get("accelerator", "the GPU")
+        return "You can go on to training: it will use the CPU, only slower." + (
+            f" The fixes below are what it takes to train on {accelerator}." if fixes else ""
+        )
+    return "You cannot train yet: " + (
+        "do the fixes below, then run Verify install again." if fixes else "report this output."
+    )
+
+
+def exit_status(report: Report, cpu_fallback_ok: bool = False) -> int:
+    """The process's exit code: with ``cpu_fallback_ok`` a CPU fallback exits 0, not 3."""
+    if cpu_fallback_ok and report.exit_code == EXIT_CPU_FALLBACK:
+        return EXIT_OK
+    return report.exit_code
+
+
+def render_text(report: Report, exit_code: int | None = None) -> str:
     project = report.project
     name, accelerator = project.get("name", "?"), project.get("accelerator", "?")
     title = f"verify_install: {name} (accelerator: {accelerator})"
     lines = [title, "=" * min(len(title), 100), envcheck.format_table(report.findings), ""]
-    lines.append(f"Verdict (exit {report.exit_code}): {report.verdict}")
+    code = report.exit_code if exit_code is None else exit_code
+    lines.append(f"Verdict (exit {code}): {report.verdict}")
+    lines.append(can_go_on(report))
     fixes = envcheck.format_fixes(report.findings)
     if fixes:
         lines += ["", fixes]
@@ -620,6 +680,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--cpu-fallback-ok",
+        action="store_true",
+        help=f"exit {EXIT_OK} instead of {EXIT_CPU_FALLBACK} when training falls back to the CPU "
+        "(the PyCharm run configuration passes it: a CPU fallback is no failure for a student); "
+        "the verdict and --json still say cpu-fallback",
+    )
     parser.add_argument(
         "--device",
         type=device_request,
@@ -644,8 +711,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Please report this output to the project's maintainers.",
         )
         report.verdict = "BROKEN: verify_install itself failed."
-    write_out(json_for(sys.stdout, report.to_dict()) if args.json else render_text(report))
-    return report.exit_code
+    code = exit_status(report, args.cpu_fallback_ok)
+    write_out(json_for(sys.stdout, report.to_dict()) if args.json else render_text(report, code))
+    return code
 
 
 if __name__ == "__main__":

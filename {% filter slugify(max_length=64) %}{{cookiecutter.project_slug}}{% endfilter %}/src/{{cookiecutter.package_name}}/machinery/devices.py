@@ -40,6 +40,7 @@ from typing import Any, Callable, List, Sequence, Tuple
 import torch
 
 from .cli import DEVICE_CHOICES, DEVICE_REQUEST
+from .project import load_project
 
 KINDS = ("cuda", "xpu", "mps", "directml", "cpu")
 DIRECTML_PIP = "torch-directml==0.2.5.dev240914"
@@ -288,6 +289,21 @@ def _probe_directml_in_child(timeout: float = DIRECTML_PROBE_TIMEOUT_S) -> str |
     return f"the DirectML check crashed (exit code {done.returncode}){': ' + tail if tail else ''}"
 
 
+def directml_missing_reason(accelerator: str | None = None) -> str:
+    """Why DirectML is absent, with the install only where the project's stack pins it: in a
+    cpu or cuda project torch-directml would replace the pinned torch with 2.4.1."""
+    if accelerator is None:
+        try:
+            accelerator = load_project().accelerator
+        except Exception:  # no readable project.json: say nothing about installing
+            accelerator = ""
+    if accelerator == "directml":
+        return f"torch-directml is not installed (pip install {DIRECTML_PIP})"
+    if accelerator:
+        return f"torch-directml is not installed; a {accelerator} project does not use it"
+    return "torch-directml is not installed"
+
+
 def probe_directml(
     load: Callable[[], Any] | None = None,
     isolate: bool | None = None,
@@ -300,13 +316,7 @@ def probe_directml(
     """
     if load is None:
         if importlib.util.find_spec("torch_directml") is None:
-            return [], [
-                Unavailable(
-                    "directml",
-                    f"torch-directml is not installed (pip install {DIRECTML_PIP})",
-                    False,
-                )
-            ]
+            return [], [Unavailable("directml", directml_missing_reason(), False)]
         load = _import_torch_directml
         if ISOLATE_DIRECTML_PROBE if isolate is None else isolate:
             reason = _directml_child_verdict()

@@ -41,6 +41,8 @@ class Project:
     python_note: str
     pins: dict[str, str]
     index_url: str
+    env_manager: str = ""  # "conda" or "venv"; "" when unknown (then advice names both)
+    project_slug: str = ""  # the folder and the conda environment's name
 
     def supports_python(self, version: tuple[int, ...]) -> bool:
         """True when major.minor of ``version`` lies in the accelerator's supported range."""
@@ -61,4 +63,6 @@ def load_project(path: Path = PROJECT_FILE) -> Project:
         python_note=stack["python_note"],
         pins=dict(stack["pins"]),
         index_url=stack["index_url"],
+        env_manager=data.get("env_manager", ""),
+        project_slug=data.get("project_slug", ""),
     )

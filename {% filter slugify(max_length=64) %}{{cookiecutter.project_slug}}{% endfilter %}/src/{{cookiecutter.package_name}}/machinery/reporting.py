@@ -20,6 +20,8 @@ METRICS_JSON = "metrics.json"
 CURVES_PNG = "curves.png"
 CONFUSION_PNG = "confusion_matrix.png"
 
+DATASET_LABELS = {"mnist": "MNIST", "synthetic": "SYNTHETIC digits (generated, not MNIST)"}
+
 FIELDS = (
     "epoch",
     "train_loss",
@@ -76,23 +78,81 @@ def _save(figure, path: Path) -> Path:
     return path
 
 
-def plot_curves(history: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
-    """Loss and accuracy per epoch, training and validation, side by side."""
-    figure = _new_figure(10, 4)
+def dataset_label(name: str) -> str:
+    """The dataset's name for a title: 'MNIST', never the folder it was read from."""
+    return DATASET_LABELS.get(name, name)
+
+
+def within_epochs(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Training loss and accuracy of each stretch of batches between two points of an epoch,
+    from the cumulative sums the run kept (the first stretch starts at the epoch's start)."""
+    rows, previous = [], None
+    for point in points:
+        if previous is None or previous["epoch"] != point["epoch"]:
+            previous = {"loss_sum": 0.0, "correct": 0, "seen": 0}
+        seen = point["seen"] - previous["seen"]
+        if seen > 0:
+            rows.append(
+                {
+                    "epoch": round(point["x"], 4),
+                    "train_loss": (point["loss_sum"] - previous["loss_sum"]) / seen,
+                    "train_accuracy": (point["correct"] - previous["correct"]) / seen,
+                }
+            )
+        previous = point
+    return rows
+
+
+def plot_curves(
+    history: Sequence[dict[str, Any]],
+    path: Path,
+    title: str,
+    within: Sequence[dict[str, Any]] = (),
+) -> Path:
+    """Loss and accuracy, training and validation, side by side. ``within``: training points
+    inside the epochs (``within_epochs``), drawn as a line so that a one-epoch run shows how
+    it learned; validation is measured at the end of each epoch."""
+    figure = _new_figure(10, 4.2)
     loss_ax, acc_ax = figure.subplots(1, 2)
     epochs = [row["epoch"] for row in history]
-    for key, label in (("train", "training"), ("val", "validation")):
-        loss_ax.plot(epochs, [row[f"{key}_loss"] for row in history], marker="o", label=label)
-        acc_ax.plot(
-            epochs, [100.0 * row[f"{key}_accuracy"] for row in history], marker="o", label=label
+    panels = ((loss_ax, "loss", 1.0), (acc_ax, "accuracy", 100.0))
+    for ax, metric, scale in panels:
+        if within:
+            ax.plot(
+                [row["epoch"] for row in within],
+                [scale * row[f"train_{metric}"] for row in within],
+                color="tab:blue",
+                linewidth=1.2,
+                alpha=0.8,
+                label="training (during the epoch)",
+            )
+        ax.plot(
+            epochs,
+            [scale * row[f"train_{metric}"] for row in history],
+            "o" if within else "o-",
+            color="tab:blue",
+            markerfacecolor="white",
+            label="training (mean over the epoch)",
+        )
+        ax.plot(
+            epochs,
+            [scale * row[f"val_{metric}"] for row in history],
+            "o-",
+            color="tab:orange",
+            label="validation (end of epoch)",
         )
     loss_ax.set(xlabel="epoch", ylabel="cross-entropy loss", title="Loss")
     acc_ax.set(xlabel="epoch", ylabel="accuracy (%)", title="Accuracy")
+    last = max(epochs, default=1)
     for ax in (loss_ax, acc_ax):
         ax.grid(True, alpha=0.3)
-        ax.legend()
-        if len(epochs) <= 20:
-            ax.set_xticks(epochs)  # whole epochs only, even for a one-epoch run
+        ax.legend(fontsize=8)
+        if within:
+            ax.set_xlim(-0.02 * last, 1.02 * last)
+        if last <= 2 and within:
+            ax.set_xticks([quarter / 4 for quarter in range(4 * last + 1)])
+        elif len(epochs) <= 20:
+            ax.set_xticks(sorted({0, *epochs}) if within else epochs)  # whole epochs only
         else:
             ax.xaxis.get_major_locator().set_params(integer=True)
     figure.suptitle(title)
@@ -101,18 +161,40 @@ def plot_curves(history: Sequence[dict[str, Any]], path: Path, title: str) -> Pa
 
 
 def plot_confusion(matrix: Sequence[Sequence[int]], path: Path, title: str) -> Path:
-    """A 10x10 confusion matrix: rows are true digits, columns predictions, counts in cells."""
+    """The confusion matrix (``confusion_figure``) as a PNG."""
+    return _save(confusion_figure(matrix, title), path)
+
+
+def confusion_figure(matrix: Sequence[Sequence[int]], title: str):
+    """A 10x10 confusion matrix: rows are true digits, columns predictions, counts in cells.
+
+    The correct predictions on the diagonal are drawn apart, in pale green: on their scale
+    (about 1,000 per digit for MNIST) the few errors would be invisible. The errors get
+    their own colour scale, in red, so that the digits the model confuses stand out."""
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
     figure = _new_figure(6.5, 6)
     ax = figure.subplots()
-    size = len(matrix)
-    image = ax.imshow(matrix, cmap="Blues")
-    figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    peak = max(max(row) for row in matrix) or 1
+    counts = np.asarray(matrix, dtype=float)
+    size = len(counts)
+    diagonal = np.eye(size, dtype=bool)
+    errors = np.ma.masked_where(diagonal, counts)
+    worst = max(float(errors.max() or 0), 1.0)
+    image = ax.imshow(errors, cmap="Reds", vmin=0, vmax=worst)
+    correct = np.ma.masked_where(~diagonal, counts)
+    ax.imshow(correct, cmap="Greens", vmin=0, vmax=3 * max(float(correct.max() or 0), 1.0))
+    bar = figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    bar.set_label("wrong predictions (off the diagonal)")
+    bar.locator = MaxNLocator(integer=True)  # counts: no 0.5 on the scale
+    bar.update_ticks()
     for i in range(size):
         for j in range(size):
-            count = int(matrix[i][j])
-            if count:
-                colour = "white" if count > peak / 2 else "black"
+            count = int(counts[i][j])
+            if i == j:
+                ax.text(j, i, str(count), ha="center", va="center", fontsize=7, weight="bold")
+            elif count:
+                colour = "white" if count > worst / 2 else "black"
                 ax.text(j, i, str(count), ha="center", va="center", fontsize=7, color=colour)
     ax.set(
         xticks=range(size),
@@ -121,8 +203,16 @@ def plot_confusion(matrix: Sequence[Sequence[int]], path: Path, title: str) -> P
         ylabel="true digit",
         title=title,
     )
+    ax.text(
+        0.5,
+        -0.13,
+        "green: correct (the diagonal); red: errors, on their own scale",
+        transform=ax.transAxes,
+        ha="center",
+        fontsize=8,
+    )
     figure.tight_layout()
-    return _save(figure, path)
+    return figure
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

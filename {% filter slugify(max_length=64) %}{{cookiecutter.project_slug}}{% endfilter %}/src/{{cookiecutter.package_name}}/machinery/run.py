@@ -29,6 +29,7 @@ from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, fin
 LAST = checkpoints.LAST
 BEST = checkpoints.BEST
 DRY_RUN_BATCHES = 3
+POINTS_PER_EPOCH = 25  # training points within an epoch in curves.png (a one-epoch run too)
 _STOPPED_KEPT = "Training stopped; the last good checkpoint is kept."
 
 # What a resumed run takes from its checkpoint: everything that shapes the curve.
@@ -68,11 +69,15 @@ class EpochTraining:
     seconds: float  # time of this session's part, ended by a readback
     seconds_before: float  # time spent on this epoch before a resume
     started: float  # perf_counter() when this session's part began
+    points: list = field(default_factory=list)  # (batch, loss sum, correct, seen) so far
 
 
 class EpochMeter:
     """Loss and correct predictions summed over an epoch in device tensors: ``add`` never reads
-    a value back (a readback is a synchronisation point); ``running`` and ``finish`` do."""
+    a value back (a readback is a synchronisation point); ``running`` and ``finish`` do.
+
+    Every ``every`` batches ``add`` also keeps a copy of the sums on the device (no readback);
+    ``finish`` reads them back together with the epoch's sums: the points of curves.png."""
 
     def __init__(
         self,
@@ -80,8 +85,10 @@ class EpochMeter:
         generator_state: torch.Tensor,
         first: int,
         position: Position | None,
+        every: int = 0,
     ) -> None:
         self.generator_state, self.first = generator_state, first
+        self.batch, self.every, self.kept = first, every, []
         self.loss_sum = torch.zeros((), device=device)
         self.correct = torch.zeros((), dtype=torch.int64, device=device)
         self.seen, self.seconds_before = 0, 0.0
@@ -96,6 +103,21 @@ class EpochMeter:
         self.loss_sum += loss_sum
         self.correct += correct
         self.seen += samples
+        self.batch += 1
+        if self.every and self.batch % self.every == 0:  # copies stay on the device
+            self.kept.append((self.batch, self.loss_sum.clone(), self.correct.clone(), self.seen))
+
+    def points(self) -> list[tuple[int, float, int, int]]:
+        """The kept sums as (batch, loss sum, correct, seen), read back in one go."""
+        if not self.kept:
+            return []
+        sums = torch.stack([torch.stack([k[1], k[2].to(k[1].dtype)]) for k in self.kept]).cpu()
+        points = [
+            (batch, float(loss), int(correct), seen)
+            for (batch, _, _, seen), (loss, correct) in zip(self.kept, sums.tolist())
+        ]
+        self.kept = []
+        return points
 
     def running(self) -> tuple[float, float]:
         """(mean loss, accuracy) so far: one readback."""
@@ -117,7 +139,14 @@ class EpochMeter:
         seconds = time.perf_counter() - self.started
         samples = self.seen - self.seen_before
         return EpochTraining(
-            loss, accuracy, batches, samples, seconds, self.seconds_before, self.started
+            loss,
+            accuracy,
+            batches,
+            samples,
+            seconds,
+            self.seconds_before,
+            self.started,
+            self.points(),
         )
 
 
@@ -149,6 +178,7 @@ class TrainingRun:
         self.last_path = self.out / LAST
         self.generator = torch.Generator().manual_seed(cfg.seed)  # CPU generator, any device
         self.history: list[dict[str, Any]] = []
+        self.points: list[dict[str, Any]] = []  # training sums within epochs, for the curves
         self.best_accuracy = -1.0
         self.epochs_done = 0
         self.position: Position | None = None
@@ -157,8 +187,8 @@ class TrainingRun:
         self.total_steps = cfg.epochs * self.steps_per_epoch
         self.epochs = 1 if cfg.dry_run else cfg.epochs
         self.eval_limit = 1 if cfg.dry_run else None
-        name = dataset.description.split(":")[0]
-        self.title = f"LeNet-5 on {name} - {option.describe()}"
+        self.point_every = max(1, self.steps_per_epoch // POINTS_PER_EPOCH)
+        self.title = f"LeNet-5 on {reporting.dataset_label(dataset.name)} - {option.describe()}"
 
     @property
     def parameters(self) -> int:
@@ -177,7 +207,16 @@ class TrainingRun:
         if position is not None:
             self.generator.set_state(position.generator)  # the same shuffle as before the stop
         first = 0 if position is None else position.batch
-        return first, EpochMeter(self.model_device, self.generator.get_state(), first, position)
+        state = self.generator.get_state()
+        return first, EpochMeter(self.model_device, state, first, position, self.point_every)
+
+    def keep_points(self, epoch: int, points: list[tuple[int, float, int, int]]) -> None:
+        """Cumulative sums within ``epoch``; ``x`` is the epoch count at that batch (0.5: half of
+        the first epoch), as on the curves' axis."""
+        for batch, loss_sum, correct, seen in points:
+            x = epoch + batch / self.steps_per_epoch
+            point = {"epoch": epoch + 1, "x": x, "loss_sum": loss_sum, "correct": correct}
+            self.points.append({**point, "seen": seen})
 
     @property
     def model_device(self) -> torch.device:
@@ -194,6 +233,7 @@ class TrainingRun:
         here = meter.position(next_batch)
         if not finite(here.loss_sum):
             raise self.diverged(epoch, here.batch)
+        self.keep_points(epoch, meter.points())
         message = f"Stopped in epoch {epoch + 1} after batch {here.batch}/{self.steps_per_epoch}."
         if not self.cfg.dry_run:
             self.save(self.last_path, here)
@@ -233,6 +273,7 @@ class TrainingRun:
             "samples_per_s": round(trained.samples / max(trained.seconds, 1e-9), 1),
         }
         self.history.append(row)
+        self.keep_points(epoch, trained.points)
         self.epochs_done = row["epoch"]
         print_epoch(row, self.epochs, self.dataset.synthetic)
         if not self.cfg.dry_run:
@@ -302,6 +343,7 @@ class TrainingRun:
             "epochs_done": self.epochs_done,
             "position": None if position is None else position.to_dict(),
             "history": self.history,
+            "points": self.points,
             "best_val_accuracy": self.best_accuracy,
             "rng": {"generator": self.generator.get_state(), "torch": torch.get_rng_state()},
             "torch_version": str(torch.__version__),
@@ -322,6 +364,7 @@ class TrainingRun:
             self.generator.set_state(checkpoint["rng"]["generator"])
             torch.set_rng_state(checkpoint["rng"]["torch"])
             self.history = list(checkpoint["history"])
+            self.points = list(checkpoint.get("points", []))  # older checkpoints have none
             self.best_accuracy = float(checkpoint["best_val_accuracy"])
             self.epochs_done = int(checkpoint["epochs_done"])
             where = checkpoint["position"]
@@ -339,9 +382,11 @@ class TrainingRun:
 
     def write_reports(self, extra: dict[str, Any] | None = None) -> list[Path]:
         try:
+            within = reporting.within_epochs(self.points)
+            extra = {**(extra or {}), "within_epochs": within}
             files = reporting.write_metrics(self.history, self.out, self.dataset.name, extra)
             curves = self.out / reporting.CURVES_PNG
-            files.append(reporting.plot_curves(self.history, curves, self.title))
+            files.append(reporting.plot_curves(self.history, curves, self.title, within))
         except OSError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
         return files
