@@ -7,7 +7,7 @@ and the tests read one source of truth. Standard library only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT_FILE = Path(__file__).with_name("project.json")
@@ -41,6 +41,9 @@ class Project:
     python_note: str
     pins: dict[str, str]
     index_url: str
+    project_slug: str = ""
+    env_manager: str = "conda"
+    stacks: dict[str, dict] = field(default_factory=dict)  # every stack of the support table
 
     def supports_python(self, version: tuple[int, ...]) -> bool:
         """True when major.minor of ``version`` lies in the accelerator's supported range."""
@@ -61,4 +64,7 @@ def load_project(path: Path = PROJECT_FILE) -> Project:
         python_note=stack["python_note"],
         pins=dict(stack["pins"]),
         index_url=stack["index_url"],
+        project_slug=data.get("project_slug", ""),
+        env_manager=data.get("env_manager", "conda"),
+        stacks=dict(data.get("stacks", {})),
     )
