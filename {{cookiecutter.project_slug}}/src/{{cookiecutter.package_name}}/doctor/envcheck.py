@@ -695,8 +695,12 @@ def run_checks(
     os_facts: OsInfo | None = None,
     gpu_scan: GpuScan | None = None,
     today: datetime.date | None = None,
+    details: dict | None = None,
 ) -> list[Finding]:
-    """All standard-library checks; arguments replace the real system in tests."""
+    """All standard-library checks; arguments replace the real system in tests.
+
+    ``details``, when given, receives "recommendation": the best environment for this
+    machine as a dict (stack, why, gpu, files, commands, and the active stack)."""
     findings: list[Finding] = []
     try:
         project = project or load_project()
@@ -735,6 +739,18 @@ def run_checks(
         if info is None or scan is None:
             return []
         active = None if context == "hook" else recommend.installed_stack()
+        if details is not None and (scan.hardware or not scan.problems):
+            best = recommend.recommend(info, scan.hardware)
+            python = recommend.python_for(
+                project.stacks.get(best.stack, {}), project.python_version
+            )
+            slug = project.project_slug or "<project>"
+            details["recommendation"] = {
+                **best.to_dict(slug, python, info.is_windows),
+                "active": active or project.accelerator,
+                "active_known": active is not None,
+                "gpus": [gpu.to_dict() for gpu in scan.hardware],
+            }
         return check_environment_choice(project, info, scan, active, context)
 
     checks: list[Callable[[], Iterable[Finding]]] = [
