@@ -26,6 +26,7 @@ ALWAYS = {
     "docs/checks/optimizer_ops.py",
     "docs/directml.md",
     "docs/workshop.md",
+    *(f"environments/{stack}.{suffix}" for stack in STACKS for suffix in ("yml", "txt")),
     "pyproject.toml",
     "src/{pkg}/__init__.py",
     "src/{pkg}/benchmark.py",
@@ -44,6 +45,7 @@ ALWAYS = {
     "src/{pkg}/doctor/gpu_windows.py",
     "src/{pkg}/doctor/gpus.py",
     "src/{pkg}/doctor/os_info.py",
+    "src/{pkg}/doctor/recommend.py",
     "src/{pkg}/doctor/reports.py",
     "src/{pkg}/doctor/verify_install.py",
     "src/{pkg}/machinery/__init__.py",
@@ -82,6 +84,7 @@ ALWAYS = {
     "tests/test_gpu_windows.py",
     "tests/test_model.py",
     "tests/test_os_info.py",
+    "tests/test_recommend.py",
     "tests/test_reports.py",
     "tests/test_train.py",
     "tests/test_verify_install.py",
@@ -182,6 +185,54 @@ def test_environment_file_pins_the_exact_stack(bake, accelerator, env_manager):
     index_lines = [line for line in pip_lines if line.startswith("--extra-index-url")]
     expected = [f"--extra-index-url {stack['index_url']}"] if stack["index_url"] else []
     assert index_lines == expected
+
+
+@pytest.mark.parametrize("accelerator", list(STACKS))
+def test_every_bake_carries_an_environment_file_per_stack(bake, accelerator):
+    """One project for a whole room: each stack's conda and pip file, whatever the default."""
+    baked = bake(
+        accelerator=accelerator, python_version="3.11" if accelerator == "directml" else "3.13"
+    )
+    slug, wanted = baked.path.name, baked.answers["python_version"]
+
+    for name, stack in STACKS.items():
+        env = baked.yaml(f"environments/{name}.yml")
+        assert env["name"] == f"{slug}-{name}"
+        supported = python_supported(name, wanted)
+        assert f"python={wanted if supported else stack['python_default']}" in env["dependencies"]
+        conda_pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+        # conda runs pip in the environment file's folder: the project is one level up.
+        assert "-e ..[dev]" in conda_pip
+        pip_lines = [
+            line
+            for line in baked.read(f"environments/{name}.txt").splitlines()
+            if line and not line.startswith("#")
+        ]
+        assert "-e .[dev]" in pip_lines
+        for lines in (conda_pip, pip_lines):
+            for package, version in stack["pins"].items():
+                assert f"{package}=={version}" in lines
+            index = [line for line in lines if line.startswith("--extra-index-url")]
+            assert index == (
+                [f"--extra-index-url {stack['index_url']}"] if stack["index_url"] else []
+            )
+        other_pins = {p for s in STACKS.values() for p in s["pins"]} - set(stack["pins"])
+        assert not [line for line in pip_lines if line.split("==")[0] in other_pins]
+
+
+@pytest.mark.parametrize("accelerator", list(STACKS))
+def test_default_environment_file_is_the_chosen_stacks_file(bake, accelerator):
+    """environment.yml (where PyCharm looks) is environments/<accelerator>.yml but for its name
+    and the project path."""
+    version = "3.11" if accelerator == "directml" else "3.12"
+    baked = bake(accelerator=accelerator, python_version=version)
+    default, copy = baked.yaml("environment.yml"), baked.yaml(f"environments/{accelerator}.yml")
+
+    assert default["name"] == baked.path.name
+    assert default["dependencies"][:2] == copy["dependencies"][:2]
+    pip_default = next(d["pip"] for d in default["dependencies"] if isinstance(d, dict))
+    pip_copy = next(d["pip"] for d in copy["dependencies"] if isinstance(d, dict))
+    assert [line.replace("..[", ".[") for line in pip_copy] == pip_default
 
 
 @pytest.mark.parametrize(

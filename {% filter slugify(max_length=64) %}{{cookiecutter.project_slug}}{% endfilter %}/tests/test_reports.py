@@ -270,3 +270,36 @@ def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path):
     _out, err = child.communicate(timeout=120)
     assert "Traceback" not in err.decode("utf-8", "replace")
     assert "BrokenPipeError" not in err.decode("utf-8", "replace")
+
+
+def room_report(folder, name, recommended, active, status="works"):
+    report = {
+        "project": {"name": "Digits", "accelerator": "directml"},
+        "verdict": {"exit_code": 0, "status": status, "message": "ok"},
+        "findings": [],
+        "recommendation": {"stack": recommended, "active": active, "why": "-"},
+    }
+    (folder / f"{name}.json").write_text(json.dumps(report), encoding="utf-8")
+
+
+def test_machines_are_counted_per_recommended_stack_with_who_is_on_another(tmp_path):
+    room_report(tmp_path, "ana-arc", "xpu", "xpu")
+    room_report(tmp_path, "ben-arc", "xpu", "directml")
+    room_report(tmp_path, "chen-geforce", "cuda", "cuda")
+    room_report(tmp_path, "dara-radeon", "directml", "directml")
+    room_report(tmp_path, "eli-radeon", "directml", "directml")
+    machines, _ = load_folder(tmp_path)
+
+    text = summarise(machines)
+
+    section = text.split("Recommended environments")[1].split("Machines (")[0]
+    rows = [line.split() for line in section.splitlines() if line.strip()[:1].isalpha()]
+    assert ["xpu", "2", "ben-arc.json", "(on", "directml)"] in rows
+    assert ["directml", "2", "-"] in rows
+    assert ["cuda", "1", "-"] in rows
+
+
+def test_reports_without_a_recommendation_leave_the_section_out(samples):
+    machines, _ = samples
+
+    assert "Recommended environments" not in summarise(machines)

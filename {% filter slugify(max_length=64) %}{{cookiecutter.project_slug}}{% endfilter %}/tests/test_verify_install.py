@@ -523,8 +523,15 @@ def situation(monkeypatch):
         monkeypatch.setattr(
             verify_install.envcheck,
             "run_checks",
-            lambda context, project: check_environment(
-                context, project, (3, 11, 9), 64, os_facts, scan, datetime.date(2025, 11, 1)
+            lambda context, project, **extra: check_environment(
+                context,
+                project,
+                (3, 11, 9),
+                64,
+                os_facts,
+                scan,
+                datetime.date(2025, 11, 1),
+                **extra,
             ),
         )
         monkeypatch.setattr(
@@ -607,3 +614,27 @@ def test_the_reference_check_catches_a_fix_that_points_at_a_missing_line():
     assert broken_installs(out, CUDA_PINS) == [
         "`pip install torch-directml==0.2.5.dev240914` installs torch-directml==0.2.5.dev240914"
     ]
+
+
+def test_json_names_the_best_environment_for_a_faked_intel_arc_laptop(machine, capsys, monkeypatch):
+    from {{ cookiecutter.package_name }}.doctor import envcheck
+    from {{ cookiecutter.package_name }}.doctor.gpus import Gpu, GpuScan
+    from {{ cookiecutter.package_name }}.doctor.os_info import OsInfo
+
+    arc = Gpu("Intel(R) Arc(TM) Graphics", 0x8086, 0x7D55, 2**27, "31.0.101.5590", source="DXGI")
+    windows = OsInfo("Windows", "10", "10.0.22631", "AMD64", windows_build=22631)
+    monkeypatch.setattr(envcheck.os_info, "detect", lambda: windows)
+    monkeypatch.setattr(envcheck, "scan_gpus", lambda info: GpuScan([arc], source="DXGI"))
+    monkeypatch.setattr(envcheck.recommend, "installed_stack", lambda: "directml")
+    machine(options=[])
+
+    code, report = run_json(capsys)
+
+    advice = report["recommendation"]
+    assert (advice["stack"], advice["active"]) == ("xpu", "directml")
+    assert advice["gpu"]["device_id"] == "0x7d55" and advice["gpu"]["vendor_id"] == "0x8086"
+    assert advice["conda_file"] == "environments/xpu.yml"
+    assert "conda env create -f environments/xpu.yml" in advice["commands"]["conda"]
+    warned = findings(report, "Environment")
+    assert [f["status"] for f in warned] == ["warn"]
+    assert "environments/xpu.txt" in warned[0]["fix"]

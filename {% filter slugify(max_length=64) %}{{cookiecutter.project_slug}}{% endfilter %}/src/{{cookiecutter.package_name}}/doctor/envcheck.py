@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Sequence
 
 from ..machinery.project import Project, load_project
-from . import gpu_linux, gpu_windows, os_info
+from . import gpu_linux, gpu_windows, os_info, recommend
 from .bounded import describe_error
 from .drivers import driver_age, nvidia_branch
 from .gpus import AMD, INTEGRATED, INTEL, NVIDIA, QUALCOMM, Gpu, GpuScan
@@ -653,6 +653,60 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
     ]
 
 
+# ------------------------------------------------------------------- best environment
+
+
+def check_environment_choice(
+    project: Project,
+    info: OsInfo,
+    scan: GpuScan,
+    active: str | None = None,
+    context: str = "project",
+) -> list[Finding]:
+    """Which environment file fits this machine best, and a WARN (never a FAIL) when the
+    active one is another. ``active`` is the stack of the installed torch (None: unknown,
+    then the project's default stack stands for it)."""
+    if not scan.hardware and scan.problems:
+        return [
+            Finding(
+                "Environment",
+                OK,
+                "The GPUs could not be listed, so no environment file is recommended over "
+                f"the default ({project.accelerator}).",
+            )
+        ]
+    best = recommend.recommend(info, scan.hardware)
+    current = active or project.accelerator
+    python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
+    commands = best.commands(project.project_slug or "<project>", python, info.is_windows)
+    conda, venv = (", then ".join(f"`{c}`" for c in commands[k]) for k in ("conda", "venv"))
+    why = best.why[0].upper() + best.why[1:]
+    seen = f"{best.gpu_text()}: {best.why}" if best.gpu is not None else why
+    if best.stack == current:
+        where = "this environment" if active and context != "hook" else "the default environment"
+        return [
+            Finding(
+                "Environment",
+                OK,
+                f"Best for this machine: {best.stack} ({best.conda_file} or {best.pip_file}), "
+                f"which is {where}. {seen}.",
+            )
+        ]
+    if context == "hook" or not active:
+        now = f"the project's default environment file is {project.accelerator}"
+    else:
+        now = f"this environment runs the {active} stack"
+    return [
+        Finding(
+            "Environment",
+            WARN,
+            f"Best for this machine: {best.stack}, but {now}. {seen}.",
+            f"Create the {best.stack} environment in the project folder. conda: {conda}. "
+            f"venv: {venv}. Then select it as the interpreter and run verify_install again.",
+        )
+    ]
+
+
 # ------------------------------------------------------------------------------ running
 
 
@@ -664,8 +718,12 @@ def run_checks(
     os_facts: OsInfo | None = None,
     gpu_scan: GpuScan | None = None,
     today: datetime.date | None = None,
+    details: dict | None = None,
 ) -> list[Finding]:
-    """All standard-library checks; arguments replace the real system in tests."""
+    """All standard-library checks; arguments replace the real system in tests.
+
+    ``details``, when given, receives "recommendation": the best environment for this
+    machine as a dict (stack, why, gpu, files, commands, and the active stack)."""
     findings: list[Finding] = []
     try:
         project = project or load_project()
@@ -678,7 +736,7 @@ def run_checks(
                 "Restore src/<package>/machinery/project.json from version control or regenerate.",
             )
         ]
-    state = {"os": os_facts}
+    state: dict = {"os": os_facts}
 
     def python_check() -> list[Finding]:
         return check_python(
@@ -696,9 +754,34 @@ def run_checks(
         info = state["os"]
         if info is None:
             return []  # the OS check already reported why
-        return check_gpus(project, info, gpu_scan or scan_gpus(info), today)
+        state["scan"] = gpu_scan or scan_gpus(info)
+        return check_gpus(project, info, state["scan"], today)
 
-    checks: list[Callable[[], Iterable[Finding]]] = [python_check, os_check, gpu_check]
+    def choice_check() -> list[Finding]:
+        info, scan = state["os"], state.get("scan")
+        if info is None or scan is None:
+            return []
+        active = None if context == "hook" else recommend.installed_stack()
+        if details is not None and (scan.hardware or not scan.problems):
+            best = recommend.recommend(info, scan.hardware)
+            python = recommend.python_for(
+                project.stacks.get(best.stack, {}), project.python_version
+            )
+            slug = project.project_slug or "<project>"
+            details["recommendation"] = {
+                **best.to_dict(slug, python, info.is_windows),
+                "active": active or project.accelerator,
+                "active_known": active is not None,
+                "gpus": [gpu.to_dict() for gpu in scan.hardware],
+            }
+        return check_environment_choice(project, info, scan, active, context)
+
+    checks: list[Callable[[], Iterable[Finding]]] = [
+        python_check,
+        os_check,
+        gpu_check,
+        choice_check,
+    ]
     for check in checks:
         try:
             findings.extend(check())

@@ -69,6 +69,12 @@ class Machine:
     fallback_operators: list[str] = field(default_factory=list)
     step_ms: float | None = None
     cpu_ms: float | None = None
+    recommended: str = "-"  # the stack verify_install recommends for this machine
+    active: str = "-"  # the stack of the environment the report was made in
+
+    @property
+    def on_wrong_stack(self) -> bool:
+        return "-" not in (self.recommended, self.active) and self.recommended != self.active
 
     @property
     def main_problem(self) -> Problem | None:
@@ -167,6 +173,7 @@ def machine_from(data: dict[str, Any], source: str) -> Machine:
                 )
             )
     exit_code = verdict.get("exit_code")
+    advice = data.get("recommendation") if isinstance(data.get("recommendation"), dict) else {}
     return Machine(
         source=source,
         status=status,
@@ -182,7 +189,23 @@ def machine_from(data: dict[str, Any], source: str) -> Machine:
         fallback_operators=[_text(op) for op in data.get("fallback_operators") or []],
         step_ms=_number(timing.get("device_ms")),
         cpu_ms=_number(timing.get("cpu_ms")),
+        recommended=_text(advice.get("stack"), "-"),
+        active=_text(advice.get("active"), "-"),
     )
+
+
+def stack_summary(machines: Sequence[Machine]) -> list[tuple[str, int, str]]:
+    """(recommended stack, machines, who is on another stack) for reports that say."""
+    counts = Counter(m.recommended for m in machines if m.recommended != "-")
+    rows = []
+    for stack, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        wrong = sorted(
+            f"{m.source} (on {m.active})"
+            for m in machines
+            if m.recommended == stack and m.on_wrong_stack
+        )
+        rows.append((stack, count, ", ".join(wrong) or "-"))
+    return rows
 
 
 def load_report(path: Path, source: str = "") -> Machine:
@@ -369,6 +392,11 @@ def summarise(
     if machines:
         out += ["", f"{h2}Devices training will use", ""]
         out.append(table(["device", "machines", "adapters"], device_summary(machines), markdown))
+        stacks = stack_summary(machines)
+        if stacks:
+            out += ["", f"{h2}Recommended environments (environments/<stack>.yml)", ""]
+            headers = ["stack", "machines", "on another stack: switch them"]
+            out.append(table(headers, stacks, markdown))
         out += ["", f"{h2}Machines (the ones that need help first)", ""]
         ordered = sorted(machines, key=lambda m: (SEVERITY[m.status], m.source))
         rows = []

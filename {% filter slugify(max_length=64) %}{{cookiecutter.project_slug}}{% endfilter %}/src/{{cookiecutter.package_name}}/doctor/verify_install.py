@@ -81,6 +81,7 @@ class Report:
     verdict: str = ""
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the check
+    recommendation: dict[str, Any] | None = None  # the best environment file for this machine
 
     def lap(self, phase: str, since: float) -> float:
         """Record the seconds of ``phase`` since ``since``; returns now for the next lap."""
@@ -112,6 +113,7 @@ class Report:
             "platform": envcheck.describe_platform(),
             "seconds": round(self.seconds, 2),
             "phases": self.phases,
+            "recommendation": self.recommendation,
         }
 
 
@@ -477,7 +479,9 @@ def run(request: str = "auto") -> Report:
             "pins": dict(project.pins),
         }
     )
-    report.findings.extend(envcheck.run_checks(context="project", project=project))
+    details: dict[str, Any] = {}
+    report.findings.extend(envcheck.run_checks(context="project", project=project, details=details))
+    report.recommendation = details.get("recommendation")
     findings, report.packages = check_packages(project)
     report.lap("environment", started)
     report.findings.extend(findings)

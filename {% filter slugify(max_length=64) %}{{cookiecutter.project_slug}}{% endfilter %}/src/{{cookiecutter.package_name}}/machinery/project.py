@@ -7,7 +7,7 @@ and the tests read one source of truth. Standard library only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT_FILE = Path(__file__).with_name("project.json")
@@ -43,6 +43,7 @@ class Project:
     index_url: str
     env_manager: str = ""  # "conda" or "venv"; "" when unknown (then advice names both)
     project_slug: str = ""  # the folder and the conda environment's name
+    stacks: dict[str, dict] = field(default_factory=dict)  # every stack of the support table
 
     def supports_python(self, version: tuple[int, ...]) -> bool:
         """True when major.minor of ``version`` lies in the accelerator's supported range."""
@@ -65,4 +66,5 @@ def load_project(path: Path = PROJECT_FILE) -> Project:
         index_url=stack["index_url"],
         env_manager=data.get("env_manager", ""),
         project_slug=data.get("project_slug", ""),
+        stacks=dict(data.get("stacks", {})),
     )

@@ -1,0 +1,323 @@
+"""Which environment file fits this machine best, and why: one table of rules.
+
+Standard library only (the project generator's hook runs it before any environment exists).
+Every generated project carries one environment file per stack, `environments/<stack>.yml`
+(conda) and `environments/<stack>.txt` (pip), rendered from the template's support table.
+This module reads the GPUs that ``gpu_windows``/``gpu_linux`` found and the operating system,
+and names the stack, the file and the exact commands that create its environment.
+
+The README's "Which environment for my laptop?" table is kept in step with ``RULES`` by a
+test: change both together.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu
+from .os_info import OsInfo
+
+WINDOWS, LINUX, WSL2, MACOS, ANY = "Windows", "Linux", "WSL2", "macOS", "any"
+# When two GPUs each have a stack, the discrete GPU wins; between equals, this order.
+PREFERENCE = ("cuda", "xpu", "rocm", "directml", "cpu")
+FALLBACK_WHY = (
+    "no GPU that a PyTorch stack can train on was found: the CPU stack (current torch) runs "
+    "everywhere"
+)
+
+# Intel GPUs that PyTorch's XPU build validates (get_start_xpu): Arc A-series (Alchemist),
+# Arc B-series (Battlemage) and the Arc graphics of Core Ultra (Meteor Lake, Arrow Lake,
+# Lunar Lake, Panther Lake). Matched by name ("Intel(R) Arc(TM) ...") or by PCI device id,
+# since some Core Ultra laptops report only "Intel(R) Graphics".
+_ARC_NAME = re.compile(r"\barc\b", re.IGNORECASE)
+_ARC_DEVICE_IDS = (
+    (0x5690, 0x56CF),  # Arc A-series (DG2, Alchemist), desktop and laptop
+    (0xE200, 0xE2FF),  # Arc B-series (Battlemage)
+    (0x7D40, 0x7DFF),  # Core Ultra series 1 and 2 (Meteor Lake, Arrow Lake)
+    (0x6420, 0x6420),  # Core Ultra 200V (Lunar Lake)
+    (0x64A0, 0x64B0),  # Core Ultra 200V (Lunar Lake)
+    (0xB080, 0xB0FF),  # Core Ultra series 3 (Panther Lake)
+)
+
+
+def is_intel_arc(gpu: Gpu) -> bool:
+    """Intel Arc or Core Ultra graphics: the GPUs PyTorch's XPU build supports."""
+    if gpu.vendor_id != INTEL:
+        return False
+    if _ARC_NAME.search(gpu.name):
+        return True
+    device = gpu.device_id
+    return device is not None and any(low <= device <= high for low, high in _ARC_DEVICE_IDS)
+
+
+def _any(gpu: Gpu) -> bool:
+    return True
+
+
+def _amdgpu(gpu: Gpu) -> bool:
+    """AMD on Linux: ROCm needs the amdgpu kernel driver (not the legacy 'radeon')."""
+    return gpu.driver != "radeon"
+
+
+def _not_arc(gpu: Gpu) -> bool:
+    return not is_intel_arc(gpu)
+
+
+@dataclass(frozen=True)
+class Rule:
+    system: str  # WINDOWS, LINUX (not WSL), WSL2, MACOS or ANY
+    vendor: int | None  # PCI vendor id; None: the rule is about the machine, not one GPU
+    family: str  # the words of the README table
+    matches: Callable[[Gpu], bool]
+    stack: str
+    why: str
+
+
+# The one table. First matching rule per GPU; then the GPUs are ranked (discrete first).
+RULES: tuple[Rule, ...] = (
+    Rule(
+        MACOS,
+        None,
+        "Apple silicon (M1 and later)",
+        _any,
+        "cpu",
+        "PyTorch's macOS wheels include MPS, the Apple GPU backend: the cpu environment "
+        "trains on the GPU with `--device mps`",
+    ),
+    Rule(
+        ANY,
+        NVIDIA,
+        "NVIDIA GeForce, RTX, Quadro",
+        _any,
+        "cuda",
+        "CUDA is PyTorch's native backend for NVIDIA GPUs, on a current torch",
+    ),
+    Rule(
+        WINDOWS,
+        INTEL,
+        "Intel Arc A/B, Core Ultra (Arc graphics)",
+        is_intel_arc,
+        "xpu",
+        "PyTorch's own XPU build runs natively on Intel Arc and Core Ultra graphics, on a "
+        "current torch (validated on Windows 11)",
+    ),
+    Rule(
+        LINUX,
+        INTEL,
+        "Intel Arc A/B, Core Ultra (Arc graphics)",
+        is_intel_arc,
+        "xpu",
+        "PyTorch's own XPU build runs natively on Intel Arc and Core Ultra graphics, on a "
+        "current torch (validated on Ubuntu)",
+    ),
+    Rule(
+        WINDOWS,
+        INTEL,
+        "Intel UHD, Iris Xe and older",
+        _not_arc,
+        "directml",
+        "older Intel graphics are not supported by PyTorch's XPU build (reported to fail or "
+        "crash); DirectML reaches them through DirectX 12, on the frozen torch 2.4.1",
+    ),
+    Rule(
+        WINDOWS,
+        AMD,
+        "AMD Radeon (integrated or discrete)",
+        _any,
+        "directml",
+        "PyTorch publishes no ROCm wheels for Windows (AMD's own are a per-GPU preview); "
+        "DirectML reaches Radeon GPUs through DirectX 12, on the frozen torch 2.4.1",
+    ),
+    Rule(
+        WINDOWS,
+        QUALCOMM,
+        "Qualcomm Adreno (Snapdragon)",
+        _any,
+        "directml",
+        "DirectX 12 is the only GPU path for Adreno; it needs the x64 Python (emulated on ARM)",
+    ),
+    Rule(
+        LINUX,
+        AMD,
+        "AMD Radeon, Instinct (amdgpu driver)",
+        _amdgpu,
+        "rocm",
+        "PyTorch's ROCm build is the native backend for AMD GPUs on Linux (it appears as "
+        "`cuda` in torch)",
+    ),
+    Rule(
+        WSL2,
+        None,
+        "any other DirectX 12 GPU in WSL2",
+        _any,
+        "directml",
+        "in WSL2, DirectML reaches any DirectX 12 GPU of the Windows driver through /dev/dxg",
+    ),
+)
+
+
+def system_of(info: OsInfo) -> str:
+    if info.is_windows:
+        return WINDOWS
+    if info.is_macos:
+        return MACOS
+    if info.is_linux:
+        return WSL2 if info.wsl == 2 else LINUX
+    return info.system
+
+
+def _system_matches(rule: Rule, system: str) -> bool:
+    if rule.system == ANY:
+        return system != MACOS
+    return rule.system == system
+
+
+def rule_for(gpu: Gpu, system: str) -> Rule | None:
+    """The first rule for this GPU on this system, or None when no stack can use it."""
+    for rule in RULES:
+        same_vendor = rule.vendor is not None and rule.vendor == gpu.vendor_id
+        if same_vendor and _system_matches(rule, system) and rule.matches(gpu):
+            return rule
+    return None
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    stack: str
+    why: str
+    gpu: Gpu | None = None
+
+    @property
+    def conda_file(self) -> str:
+        return f"environments/{self.stack}.yml"
+
+    @property
+    def pip_file(self) -> str:
+        return f"environments/{self.stack}.txt"
+
+    def env_name(self, project_slug: str) -> str:
+        return f"{project_slug}-{self.stack}"
+
+    def venv_dir(self) -> str:
+        return f".venv-{self.stack}"
+
+    def commands(self, project_slug: str, python: str, windows: bool) -> dict[str, list[str]]:
+        """The exact commands, run in the project folder, for conda and for venv."""
+        if windows:
+            venv = [
+                f"py -{python} -m venv {self.venv_dir()}",
+                f"{self.venv_dir()}\\Scripts\\activate",
+                f"pip install -r {self.pip_file}",
+            ]
+        else:
+            venv = [
+                f"python{python} -m venv {self.venv_dir()}",
+                f"source {self.venv_dir()}/bin/activate",
+                f"pip install -r {self.pip_file}",
+            ]
+        conda = [
+            f"conda env create -f {self.conda_file}",
+            f"conda activate {self.env_name(project_slug)}",
+        ]
+        return {"conda": conda, "venv": venv}
+
+    def gpu_text(self) -> str:
+        if self.gpu is None:
+            return "no GPU"
+        return identify(self.gpu)
+
+    def to_dict(self, project_slug: str = "", python: str = "", windows: bool = False) -> dict:
+        data = {
+            "stack": self.stack,
+            "why": self.why,
+            "gpu": None if self.gpu is None else self.gpu.to_dict(),
+            "conda_file": self.conda_file,
+            "pip_file": self.pip_file,
+        }
+        if project_slug:
+            data["commands"] = self.commands(project_slug, python, windows)
+        return data
+
+
+def identify(gpu: Gpu) -> str:
+    """'Intel(R) Arc(TM) Graphics [8086:7d55] (driver 32.0.101.6129)': name, ids, driver."""
+    ids = ""
+    if gpu.vendor_id is not None:
+        device = "?" if gpu.device_id is None else f"{gpu.device_id:04x}"
+        ids = f" [{gpu.vendor_id:04x}:{device}]"
+    drivers = [part for part in (gpu.driver, gpu.driver_version) if part]
+    driver = f" (driver {' '.join(drivers)})" if drivers else ""
+    return f"{gpu.name}{ids}{driver}"
+
+
+def recommend(info: OsInfo, gpus: Iterable[Gpu]) -> Recommendation:
+    """The best stack for this machine: the best GPU's rule, else the machine's, else cpu."""
+    system = system_of(info)
+    if system == MACOS:
+        if info.machine.lower() in ("arm64", "aarch64"):
+            rule = RULES[0]
+            return Recommendation(rule.stack, rule.why)
+        return Recommendation("cpu", "an Intel Mac has no GPU backend in current PyTorch")
+    ranked = []
+    for position, gpu in enumerate(gpus):
+        rule = rule_for(gpu, system)
+        if rule is not None:
+            key = (gpu.kind != DISCRETE, PREFERENCE.index(rule.stack), position)
+            ranked.append((key, gpu, rule))
+    if ranked:
+        _, gpu, rule = min(ranked, key=lambda item: item[0])
+        return Recommendation(rule.stack, rule.why, gpu)
+    for rule in RULES:
+        machine_rule = rule.vendor is None and rule.system == system
+        if machine_rule and (system != WSL2 or info.dxg):
+            return Recommendation(rule.stack, rule.why)
+    return Recommendation("cpu", FALLBACK_WHY)
+
+
+def stack_of_torch(torch_version: str | None, directml: bool) -> str | None:
+    """The stack an installed torch belongs to, from its version's local tag, or None.
+
+    '2.14.1+xpu' -> xpu, '+rocm7.2' -> rocm, '+cu130' -> cuda, '+cpu' -> cpu; torch-directml
+    installed -> directml. A torch without a tag (PyPI's) is not told apart: None.
+    """
+    if directml:
+        return "directml"
+    if not torch_version or "+" not in torch_version:
+        return None
+    tag = torch_version.split("+", 1)[1].lower()
+    for prefix, stack in (("xpu", "xpu"), ("rocm", "rocm"), ("cu", "cuda"), ("cpu", "cpu")):
+        if tag.startswith(prefix):
+            return stack
+    return None
+
+
+def installed_stack(version_of: Callable[[str], str | None] | None = None) -> str | None:
+    """The stack of this interpreter's torch, read from package metadata (torch not imported)."""
+    if version_of is None:
+        from importlib import metadata
+
+        def version_of(name: str) -> str | None:
+            try:
+                return metadata.version(name)
+            except Exception:  # not installed, or metadata too damaged to read
+                return None
+
+    return stack_of_torch(version_of("torch"), version_of("torch-directml") is not None)
+
+
+def python_for(stack: dict, wanted: str) -> str:
+    """The project's Python when the stack supports it, else the stack's default."""
+
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+    if stack and parts(stack["python_min"]) <= parts(wanted) <= parts(stack["python_max"]):
+        return wanted
+    return stack.get("python_default", wanted) if stack else wanted
+
+
+def readme_rows(rules: Sequence[Rule] = RULES) -> list[tuple[str, str, str]]:
+    """(system, GPU family, stack) per rule: what the README's table must say."""
+    return [(rule.system, rule.family, rule.stack) for rule in rules]
