@@ -267,3 +267,108 @@ def test_child_probe_reports_is_available_raising(fake_torch_directml):
     fake_torch_directml("raising")
     reason = devices._probe_directml_in_child(timeout=120)
     assert reason == "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
+
+
+# ------------------------------------------------------------------- Intel XPU and AMD ROCm
+# The real probe_cuda and probe_xpu, on a torch whose GPU parts are replaced: ROCm builds of
+# torch present AMD GPUs through torch.cuda with torch.version.hip set; Intel's XPU builds
+# through torch.xpu. The smoke test runs for real, on the CPU or on a device that computes
+# nothing (meta), since this machine has neither GPU.
+
+
+class FakeGpuApi:
+    """torch.cuda or torch.xpu for a list of (name, device the smoke test computes on)."""
+
+    def __init__(self, gpus, available=True):
+        self.gpus, self.available = gpus, available
+
+    def is_available(self):
+        if isinstance(self.available, Exception):
+            raise self.available
+        return self.available
+
+    def device_count(self):
+        return len(self.gpus)
+
+    def get_device_name(self, index):
+        return self.gpus[index][0]
+
+
+@pytest.fixture
+def gpu_torch(monkeypatch):
+    """gpu_torch(cuda=..., xpu=..., hip=...): the torch devices.py sees, with these GPUs."""
+
+    def install(cuda=None, xpu=None, hip=None):
+        by_kind = {"cuda": cuda or FakeGpuApi([]), "xpu": xpu or FakeGpuApi([])}
+        monkeypatch.setattr(devices.torch, "cuda", by_kind["cuda"], raising=False)
+        monkeypatch.setattr(devices.torch, "xpu", by_kind["xpu"], raising=False)
+        monkeypatch.setattr(devices.torch.version, "hip", hip, raising=False)
+        monkeypatch.setattr(devices.torch.backends.cuda, "is_built", lambda: True)
+        real_device = torch.device
+
+        def device(kind, index=None):  # where each fake GPU really computes
+            api = by_kind.get(kind)
+            if api is not None and index is not None and index < len(api.gpus):
+                return api.gpus[index][1]
+            return real_device(kind) if index is None else real_device(kind, index)
+
+        monkeypatch.setattr(devices.torch, "device", device)
+
+    return install
+
+
+def test_rocm_is_found_through_torch_cuda_and_named_rocm(gpu_torch):
+    gpu_torch(cuda=FakeGpuApi([("AMD Radeon RX 7900 XTX", CPU)]), hip="7.2.26015")
+    found = devices.discover(probes=[devices.probe_cuda, devices.probe_cpu])
+    chosen = devices.choose("auto", found)
+    assert (chosen.kind, chosen.name, chosen.details["backend"]) == (
+        "cuda", "AMD Radeon RX 7900 XTX", "ROCm"
+    )  # fmt: skip
+    assert devices.choose("rocm", found) is chosen
+
+
+@pytest.mark.parametrize("kind", ["rocm", "xpu"])
+def test_a_gpu_that_fails_the_smoke_test_is_a_reason_and_the_next_one_is_used(gpu_torch, kind):
+    gpus = FakeGpuApi([("first GPU", BROKEN), ("second GPU", CPU)])
+    if kind == "rocm":
+        gpu_torch(cuda=gpus, hip="7.2.26015")
+        probe, prefix = devices.probe_cuda, "cuda"
+    else:
+        gpu_torch(xpu=gpus)
+        probe, prefix = devices.probe_xpu, "xpu"
+    found = devices.discover(probes=[probe, devices.probe_cpu])
+    assert [(o.kind, o.name) for o in found.options][0] == (prefix, "second GPU")
+    assert [o.kind for o in found.options] == [prefix, "cpu"]
+    (reason,) = [u.reason for u in found.unavailable]
+    assert reason.startswith(f"{prefix}:0 failed a smoke test: ")
+
+
+def test_intel_xpu_comes_before_directml_on_an_xpu_stack(gpu_torch):
+    gpu_torch(xpu=FakeGpuApi([("Intel(R) Arc(TM) A770 Graphics", CPU)]))
+    fake = FakeDirectML([("Intel(R) Arc(TM) A770 Graphics", CPU)])
+    found = devices.discover(
+        probes=[devices.probe_cuda, devices.probe_xpu, directml_probe(fake), devices.probe_cpu]
+    )
+    assert [o.kind for o in found.options] == ["xpu", "directml", "cpu"]
+    assert devices.choose("auto", found).name == "Intel(R) Arc(TM) A770 Graphics"
+    assert devices.choose("auto", found).kind == "xpu"
+
+
+DRIVER_FAILURES = {
+    "xpu": (RuntimeError("level_zero backend failed with error: 2"), "Intel XPU failed to"),
+    "rocm": (RuntimeError("No HIP GPUs are available"), "ROCm failed to initialise"),
+}
+
+
+@pytest.mark.parametrize("kind", DRIVER_FAILURES)
+def test_a_gpu_stack_whose_driver_fails_is_a_reason_not_a_crash(gpu_torch, kind):
+    """As reported for Intel Iris Xe, where torch.xpu.is_available() itself raises."""
+    error, expected = DRIVER_FAILURES[kind]
+    if kind == "rocm":
+        gpu_torch(cuda=FakeGpuApi([], available=error), hip="7.2.26015")
+    else:
+        gpu_torch(xpu=FakeGpuApi([], available=error))
+    found = devices.discover(probes=[devices.probe_cuda, devices.probe_xpu, devices.probe_cpu])
+    assert devices.choose("auto", found).kind == "cpu"
+    (reason,) = [u.reason for u in found.unavailable if expected in u.reason]
+    assert str(error) in reason
