@@ -113,11 +113,15 @@ def package_of(project: Path) -> str:
     return json.loads((project / REPLAY).read_text("utf-8"))["cookiecutter"]["package_name"]
 
 
+# What tools leave in a project that other tests run them in; never part of a bake.
+TOOL_CACHES = {".ruff_cache", ".pytest_cache", "__pycache__"}
+
+
 def tree(root: Path) -> dict[str, bytes]:
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and not TOOL_CACHES & set(p.relative_to(root).parts)
     }
 
 
