@@ -638,3 +638,32 @@ def test_json_names_the_best_environment_for_a_faked_intel_arc_laptop(machine, c
     warned = findings(report, "Environment")
     assert [f["status"] for f in warned] == ["warn"]
     assert "environments/xpu.txt" in warned[0]["fix"]
+
+
+def test_an_environment_of_another_stack_is_judged_by_that_stacks_pins(
+    machine, capsys, monkeypatch
+):
+    """One project for a room: a directml project whose student created environments/xpu.yml
+    is checked against xpu's pins, with no advice to go back to torch 2.4.1."""
+    xpu_pins = {"torch": "2.14.1", "torchvision": "0.29.1"}
+    stacks = {
+        "directml": {"python_min": "3.8", "python_max": "3.12", "pins": PINS["directml"]},
+        "xpu": {"python_min": "3.10", "python_max": "3.14", "pins": xpu_pins,
+                "index_url": "https://download.pytorch.org/whl/xpu"},
+    }  # fmt: skip
+    room = Project("LeNet test", "lenet_test", "directml", "3.11", "3.8", "3.12", "",
+                   PINS["directml"], "", stacks=stacks)  # fmt: skip
+    machine(options=[])
+    monkeypatch.setattr(verify_install, "load_project", lambda: room)
+    monkeypatch.setattr(verify_install, "active_stack", lambda: "xpu")
+    installed = {"torch": "2.14.1+xpu", "torchvision": "0.29.1+xpu"}
+    check = verify_install.check_packages
+    monkeypatch.setattr(verify_install, "check_packages", lambda p: check(p, installed.get))
+
+    code, report = run_json(capsys)
+
+    assert report["project"]["accelerator"] == "xpu"
+    assert report["project"]["default_accelerator"] == "directml"
+    assert report["packages"]["torch"] == {"installed": "2.14.1+xpu", "pinned": "2.14.1"}
+    assert "torch-directml" not in report["packages"]
+    assert not [f for f in report["findings"] if "2.4.1" in f["fix"]]

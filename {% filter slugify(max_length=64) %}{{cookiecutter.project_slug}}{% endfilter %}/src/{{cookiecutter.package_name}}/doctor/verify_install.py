@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 from ..machinery.cli import device_request, json_for, safe_console, write_out
 from ..machinery.project import Project, load_project, parse_version
-from . import envcheck
+from . import envcheck, recommend
 from .bounded import describe_error
 from .envcheck import FAIL, OK, WARN, Finding
 
@@ -455,6 +455,14 @@ def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -
     )
 
 
+def active_stack() -> str | None:
+    """The stack of the installed torch (xpu, rocm, cuda, cpu or directml), if it tells."""
+    try:
+        return recommend.installed_stack()
+    except Exception:  # damaged metadata: judge by the project's default stack
+        return None
+
+
 def run(request: str = "auto") -> Report:
     started = time.perf_counter()
     try:
@@ -471,11 +479,16 @@ def run(request: str = "auto") -> Report:
         report.exit_code = EXIT_BROKEN
         report.verdict = "BROKEN: the project's own settings are missing."
         return report
+    default = project.accelerator
+    # The checks follow the stack of the environment file in use (a workshop project carries
+    # one per GPU family), so an xpu environment in a directml project is judged by xpu's pins.
+    project = project.for_stack(active_stack() or default)
     report = Report(
         project={
             "name": project.project_name,
             "package": project.package_name,
             "accelerator": project.accelerator,
+            "default_accelerator": default,
             "pins": dict(project.pins),
         }
     )

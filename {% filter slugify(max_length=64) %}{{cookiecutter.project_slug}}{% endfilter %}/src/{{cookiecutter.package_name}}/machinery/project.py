@@ -7,7 +7,7 @@ and the tests read one source of truth. Standard library only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 PROJECT_FILE = Path(__file__).with_name("project.json")
@@ -44,6 +44,22 @@ class Project:
     env_manager: str = ""  # "conda" or "venv"; "" when unknown (then advice names both)
     project_slug: str = ""  # the folder and the conda environment's name
     stacks: dict[str, dict] = field(default_factory=dict)  # every stack of the support table
+
+    def for_stack(self, name: str) -> Project:
+        """This project as if ``name`` (one of ``stacks``) had been chosen: its Python range,
+        pins and index. A project serves a room: any stack's environment file may be active."""
+        stack = self.stacks.get(name)
+        if not stack or name == self.accelerator:
+            return self
+        return replace(
+            self,
+            accelerator=name,
+            python_min=stack["python_min"],
+            python_max=stack["python_max"],
+            python_note=stack.get("python_note", ""),
+            pins=dict(stack["pins"]),
+            index_url=stack.get("index_url", ""),
+        )
 
     def supports_python(self, version: tuple[int, ...]) -> bool:
         """True when major.minor of ``version`` lies in the accelerator's supported range."""
