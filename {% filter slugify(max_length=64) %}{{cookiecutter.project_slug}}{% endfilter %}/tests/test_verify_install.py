@@ -130,15 +130,6 @@ def test_the_table_comes_first_then_the_verdict_then_the_fixes(machine, capsys):
 
 
 def test_a_device_that_computes_wrong_is_a_broken_install(machine, capsys):
-    class DriftingLeNet(model.LeNet5):
-        """A LeNet whose copy on the 'device' is off, as a buggy driver would make it."""
-
-        def to(self, *args, **kwargs):
-            moved = super().to(*args, **kwargs)
-            with torch.no_grad():
-                moved.fc3.bias.add_(0.5)
-            return moved
-
     machine(options=[RADEON], lenet=DriftingLeNet)
     code, report = run_json(capsys)
     assert code == verify_install.EXIT_BROKEN == 4
@@ -488,6 +479,8 @@ SITUATIONS = [
 
 
 class DriftingLeNet(model.LeNet5):
+    """A LeNet whose copy on the 'device' is off, as a buggy driver would make it."""
+
     def to(self, *args, **kwargs):
         moved = super().to(*args, **kwargs)
         with torch.no_grad():
