@@ -8,6 +8,7 @@ and the timing run for real. One test runs the real thing end to end on this mac
 from __future__ import annotations
 
 import datetime
+import importlib
 import json
 import os
 import re
@@ -194,6 +195,79 @@ def test_missing_torch_is_a_finding_with_exit_4(machine, capsys, monkeypatch):
     assert code == 4 and report["verdict"]["status"] == "broken"
     (finding,) = findings(report, "torch", FAIL)
     assert "cannot be imported" in finding["found"] and "requirements.txt" in finding["fix"]
+
+
+@pytest.mark.parametrize(
+    ("module", "distribution"),
+    [("tqdm", "tqdm"), ("PIL", "pillow"), ("yaml", "PyYAML"), ("matplotlib", "matplotlib"),
+     ("torchvision", "torchvision")],
+)  # fmt: skip
+def test_a_missing_dependency_of_the_project_is_named_and_torch_is_not_blamed(
+    machine, capsys, monkeypatch, tmp_path, module, distribution
+):
+    """torch imports, but a module of the project imports a package that is not installed."""
+    machine()
+    package = f"fake_project_{module.lower()}"  # a name of its own: imports are cached
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "console.py").write_text(f"import {module}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, module, None)  # `import <module>` now fails
+    monkeypatch.setattr(
+        verify_install, "load_modules", lambda: importlib.import_module(f"{package}.console")
+    )
+
+    assert verify_install.main([]) == 4
+    out = read_output(capsys.readouterr().out)
+
+    assert ("FAIL", "torch") not in out.rows and "force-reinstall" not in out.text
+    (found,) = [text for check, text in out.row_texts if check == "Requirements"]
+    assert f"imports {module} (package {distribution}), which is not installed" in found
+    assert out.verdict == (
+        f"Verdict (exit 4): BROKEN: the project's code needs {module}, which is not installed."
+    )
+    (fix,) = [fix for label, fix in out.fixes if label == "Requirements"]
+    assert fix.startswith("Install the project's requirements: `")
+    assert "requirements.txt" in fix or "environment.yml" in fix
+    assert "Traceback" not in out.text
+
+
+def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
+    stacks = {"xpu": {"python_min": "3.10", "python_max": "3.14", "pins": PINS["cpu"]}}
+    room = Project("LeNet test", "lenet_test", "directml", "3.11", "3.8", "3.12", "",
+                   PINS["directml"], "", "venv", stacks=stacks)  # fmt: skip
+    error = ModuleNotFoundError("No module named 'tqdm'", name="tqdm")
+
+    default = verify_install.project_import_finding(error, room)
+    other = verify_install.project_import_finding(error, room.for_stack("xpu"))
+
+    assert "`pip install -r requirements.txt`" in default.fix
+    assert "`pip install -r environments/xpu.txt`" in other.fix
+
+
+def test_a_project_without_tqdm_says_so_without_a_traceback():
+    """The real module tree, in a Python where `import tqdm` fails."""
+    src = Path(verify_install.__file__).resolve().parents[2]
+    paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    code = (
+        "import sys; sys.modules['tqdm'] = None\n"
+        f"from {verify_install.__name__} import main\n"
+        "sys.exit(main(['--json']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(paths)),
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 4
+    report = json.loads(done.stdout)
+    (finding,) = findings(report, "Requirements", FAIL)
+    assert "imports tqdm (package tqdm), which is not installed" in finding["found"]
+    assert not findings(report, "torch", FAIL)
+    assert "torch does not import" not in report["verdict"]["message"]
 
 
 def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path):

@@ -61,14 +61,17 @@ def _venv_create(version: str) -> str:
 
 
 def install_command(project: Project) -> str:
-    """How this project's environment file installs the pinned stack into an environment."""
+    """How this project's environment file installs the pinned stack into an environment:
+    the default files, or environments/<stack>.* when another stack's environment is active."""
+    conda, pip = "environment.yml", "requirements.txt"
+    if not project.uses_default_stack:
+        stack = project.accelerator
+        conda, pip = f"environments/{stack}.yml", f"environments/{stack}.txt"
     if project.env_manager == "conda":
-        return "`conda env update -f environment.yml`"
+        return f"`conda env update -f {conda}`"
     if project.env_manager == "venv":
-        return "`pip install -r requirements.txt`"
-    return (
-        "`pip install -r requirements.txt` (venv) or `conda env update -f environment.yml` (conda)"
-    )
+        return f"`pip install -r {pip}`"
+    return f"`pip install -r {pip}` (venv) or `conda env update -f {conda}` (conda)"
 
 
 def _new_env_fix(project: Project) -> str:

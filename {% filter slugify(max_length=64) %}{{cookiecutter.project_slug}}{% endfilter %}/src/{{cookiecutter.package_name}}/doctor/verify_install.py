@@ -49,8 +49,8 @@ exit codes:
   {EXIT_CPU_FALLBACK}  training would fall back to the CPU: the project's accelerator is not usable
      (training works, slower; --cpu-fallback-ok exits 0 instead, as PyCharm's run
      configuration does)
-  {EXIT_BROKEN}  the install is broken: torch is missing or fails to import, or the smoke test
-     or the training step fails
+  {EXIT_BROKEN}  the install is broken: torch or a package the project needs is missing or fails
+     to import, or the smoke test or the training step fails
   2  wrong command-line arguments
 """
 
@@ -233,6 +233,58 @@ def load_modules() -> tuple[Any, Any, Any]:
         importlib.import_module(f"{PACKAGE}.{name}")
         for name in ("machinery.devices", "model", "train")
     )
+
+
+# pip's name where it differs from the module's: what `pip install` needs.
+DISTRIBUTIONS = {"PIL": "pillow", "yaml": "PyYAML", "torch_directml": "torch-directml"}
+
+
+def distribution_of(module: str) -> str:
+    """The distribution (pip's name) that provides the top-level ``module``."""
+    return DISTRIBUTIONS.get(module, module)
+
+
+def missing_module(error: BaseException) -> str | None:
+    """The top-level module a ModuleNotFoundError names ('tqdm' for 'tqdm.auto'), else None."""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        return error.name.split(".")[0]
+    return None
+
+
+def project_import_finding(error: BaseException, project: Project) -> Finding:
+    """torch imports, but the project's own modules do not: most often a dependency of the
+    project (tqdm, matplotlib, torchvision) is missing from this environment."""
+    module = missing_module(error)
+    requirements = f"Install the project's requirements: {envcheck.install_command(project)}"
+    if module == PACKAGE.split(".")[0]:  # one of the project's own files is gone
+        return Finding(
+            "Requirements",
+            FAIL,
+            f"A module of this project is missing: {describe_error(error)}.",
+            "Restore the project's files from version control, or generate the project again.",
+        )
+    if module:
+        return Finding(
+            "Requirements",
+            FAIL,
+            f"The project's code imports {module} (package {distribution_of(module)}), which "
+            f"is not installed in this Python ({sys.executable}).",
+            f"{requirements} (it installs {distribution_of(module)}); then run this check again.",
+        )
+    return Finding(
+        "Requirements",
+        FAIL,
+        f"The project's code fails to import: {describe_error(error)}.",
+        "If you edited the file the error names, fix or undo that change. Otherwise: "
+        f"{requirements}; then run this check again.",
+    )
+
+
+def _project_import_verdict(error: BaseException) -> str:
+    module = missing_module(error)
+    if module and module != PACKAGE.split(".")[0]:
+        return f"BROKEN: the project's code needs {module}, which is not installed."
+    return "BROKEN: the project's code does not import, so nothing can train."
 
 
 def model_input(torch: Any, images_uint8: Any) -> Any:
@@ -507,13 +559,19 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
     try:
         since = time.perf_counter()
         torch = import_torch()
-        devices, model, train = load_modules()
     except Exception as error:
         not_installed = report.packages.get("torch", {}).get("installed", "") is None
         if not (not_installed and isinstance(error, ModuleNotFoundError)):  # else said already
             report.findings.append(torch_import_finding(error, project))
         report.exit_code = EXIT_BROKEN
         report.verdict = "BROKEN: torch does not import, so nothing can train."
+        return
+    try:  # apart from torch: a missing tqdm is no reason to reinstall torch
+        devices, model, train = load_modules()
+    except Exception as error:
+        report.findings.append(project_import_finding(error, project))
+        report.exit_code = EXIT_BROKEN
+        report.verdict = _project_import_verdict(error)
         return
     try:
         since = report.lap("import torch", since)

@@ -44,6 +44,12 @@ class Project:
     env_manager: str = ""  # "conda" or "venv"; "" when unknown (then advice names both)
     project_slug: str = ""  # the folder and the conda environment's name
     stacks: dict[str, dict] = field(default_factory=dict)  # every stack of the support table
+    generated_for: str = ""  # the accelerator chosen at generation, once for_stack changed it
+
+    @property
+    def uses_default_stack(self) -> bool:
+        """True when the stack is the one requirements.txt / environment.yml install."""
+        return self.generated_for in ("", self.accelerator)
 
     def for_stack(self, name: str) -> Project:
         """This project as if ``name`` (one of ``stacks``) had been chosen: its Python range,
@@ -54,6 +60,7 @@ class Project:
         return replace(
             self,
             accelerator=name,
+            generated_for=self.generated_for or self.accelerator,
             python_min=stack["python_min"],
             python_max=stack["python_max"],
             python_note=stack.get("python_note", ""),
