@@ -15,6 +15,7 @@ from {{ cookiecutter.package_name }}.datasets import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
+    cli,
     devices,
 )
 
@@ -274,3 +275,20 @@ def test_benchmark_says_why_directml_is_not_among_the_devices(
     out = capsys.readouterr().out
     note = "note: directml is not among the devices: torch-directml is not installed"
     assert (note in out) is noted, out
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("NVIDIA GeForce GTX 470\x00", "NVIDIA GeForce GTX 470"),  # seen from torch_directml
+        ("AMD Radeon(TM) Graphics\x00\x00\x00\x00", "AMD Radeon(TM) Graphics"),
+        ("N\x00V\x00I\x00D\x00I\x00A\x00", "NVIDIA"),  # UTF-16 text read as single bytes
+        ("Intel(R) UHD Graphics 630 \r\n", "Intel(R) UHD Graphics 630"),
+        ("Radeon\tRX\x1b 6600\x7f", "Radeon RX 6600"),
+        (b"GeForce GTX 1060\x00", "GeForce GTX 1060"),
+        (None, ""),
+        ("Intel® Iris® Xe 显卡", "Intel® Iris® Xe 显卡"),  # printable text stays as it is
+    ],
+)
+def test_names_from_drivers_lose_nuls_and_control_characters(raw, clean):
+    assert cli.clean_name(raw) == clean

@@ -386,3 +386,24 @@ def test_a_gpu_stack_whose_driver_fails_is_a_reason_not_a_crash(gpu_torch, kind)
     assert devices.choose("auto", found).kind == "cpu"
     (reason,) = [u.reason for u in found.unavailable if expected in u.reason]
     assert str(error) in reason
+
+
+# ------------------------------------------------------------------ names from the drivers
+
+
+def test_a_directml_adapter_name_loses_the_nul_of_its_c_string():
+    """torch_directml.device_name() returned 'NVIDIA GeForce GTX 470\\x00' on a real machine."""
+    fake = FakeDirectML(
+        [("Intel(R) HD Graphics 4000\x00", CPU), ("NVIDIA GeForce GTX 470\x00", CPU)]
+    )
+    found = discovery_with(directml_probe(fake))
+    chosen = devices.choose("auto", found)
+    assert chosen.describe() == "directml:1 (NVIDIA GeForce GTX 470)"  # still ranked discrete
+    assert [o.name for o in found.by_kind("directml")][1] == "Intel(R) HD Graphics 4000"
+
+
+@pytest.mark.parametrize("kind", ["cuda", "xpu"])
+def test_a_gpu_name_from_torch_loses_its_nul(gpu_torch, kind):
+    gpu_torch(**{kind: FakeGpuApi([("NVIDIA GeForce GTX 470\x00\r\n", CPU)])})
+    found = devices.discover(probes=[devices.probe_cuda, devices.probe_xpu, devices.probe_cpu])
+    assert devices.choose("auto", found).name == "NVIDIA GeForce GTX 470"

@@ -187,3 +187,13 @@ def project(accelerator="directml"):
     if accelerator != "directml":
         pins = {"torch": "2.14.1", "torchvision": "0.29.1"}
     return Project("LeNet test", "lenet_test", accelerator, "3.11", "3.8", "3.12", "", pins, "")
+
+
+def test_names_from_nvidia_smi_and_sysfs_lose_nuls(drm, tools):
+    answers, _calls = tools
+    card(drm, "card0", 0x10DE, 0x06CD, "nvidia\x00")
+    answers["nvidia-smi"] = CommandResult(
+        ("nvidia-smi",), 0, "GeForce GTX 470\x00, 390.157\x00, 1280\n"
+    )
+    (gpu,) = gpu_linux.scan(drm, timeout=4).gpus
+    assert (gpu.name, gpu.driver_version, gpu.driver) == ("GeForce GTX 470", "390.157", "nvidia")

@@ -409,3 +409,55 @@ def project():
         pins={"torch": "2.4.1", "torchvision": "0.19.1", "torch-directml": "0.2.5.dev240914"},
         index_url="",
     )
+
+
+# ------------------------------------------------------------- names from the system
+
+
+class FakeWinreg:
+    """The winreg calls registry_display_drivers makes, for one display class subkey."""
+
+    HKEY_LOCAL_MACHINE = "HKLM"
+
+    def __init__(self, values):
+        self.values = values
+
+    def OpenKey(self, parent, name):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def EnumKey(self, key, index):
+        if index > 0:
+            raise OSError("no more subkeys")
+        return "0000"
+
+    def QueryValueEx(self, key, name):
+        return self.values[name], 1
+
+
+def test_registry_strings_lose_their_nuls_and_still_give_the_driver_date(monkeypatch):
+    """REG_SZ values may keep the NUL of their C string; the version must still compare."""
+    winreg = FakeWinreg(
+        {"DriverDesc": "NVIDIA GeForce GTX 470\x00", "DriverVersion": "21.21.13.7653\x00",
+         "DriverDate": "10-21-2021\x00", "MatchingDeviceId": "PCI\\VEN_10DE&DEV_06CD\x00"}
+    )  # fmt: skip
+    monkeypatch.setitem(sys.modules, "winreg", winreg)
+    records = gpu_windows.registry_display_drivers()
+    assert records[0]["DriverDesc"] == "NVIDIA GeForce GTX 470"
+    gpu = Gpu("NVIDIA GeForce GTX 470", 0x10DE, 0x06CD, driver_version="21.21.13.7653")
+    assert gpu_windows.attach_registry([gpu], records)[0].driver_date == datetime.date(2021, 10, 21)
+
+
+def test_powershell_names_lose_their_nuls():
+    (gpu,) = gpu_windows.parse_video_controllers(
+        '{"Name":"NVIDIA GeForce GTX 470\\u0000","PNPDeviceID":"PCI\\\\VEN_10DE&DEV_06CD",'
+        '"DriverVersion":"21.21.13.7653\\u0000\\r\\n","DriverDate":"2021-10-21\\u0000"}'
+    )
+    assert gpu.describe() == (
+        "NVIDIA GeForce GTX 470 (NVIDIA, discrete, driver 21.21.13.7653 of 2021-10-21)"
+    )

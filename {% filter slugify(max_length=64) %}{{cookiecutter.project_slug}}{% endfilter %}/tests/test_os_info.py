@@ -113,3 +113,9 @@ def test_call_with_timeout(function, value, problem):
     got, why = call_with_timeout(function, 0.2)
     assert time.perf_counter() - started < 3
     assert got == value and why.startswith(problem)
+
+
+def test_strings_from_the_system_lose_their_nuls():
+    info = os_info.detect("Windows", "10\x00", "10.0.22631\x00", "AMD64\x00")
+    assert info.describe() == "Windows 11 build 22631 (AMD64)"
+    assert "\x00" not in str(info.to_dict())

@@ -303,3 +303,17 @@ def test_reports_without_a_recommendation_leave_the_section_out(samples):
     machines, _ = samples
 
     assert "Recommended environments" not in summarise(machines)
+
+
+def test_a_device_name_with_a_nul_groups_with_the_same_name_without_it(tmp_path):
+    """Reports written before names were cleaned carry 'GTX 470\\u0000': one adapter, not two."""
+    for person, name in (("ana", "NVIDIA GeForce GTX 470\x00"), ("ben", "NVIDIA GeForce GTX 470")):
+        report = {
+            "verdict": {"status": "works", "exit_code": 0, "message": "WORKS"},
+            "findings": [],
+            "chosen": {"label": "directml:0", "kind": "directml", "name": name},
+        }
+        (tmp_path / f"{person}.json").write_text(json.dumps(report), encoding="utf-8")
+    machines, _ = load_folder(tmp_path)
+    assert device_summary(machines) == [("directml", 2, "NVIDIA GeForce GTX 470 (2)")]
+    assert "\x00" not in summarise(machines)

@@ -184,6 +184,29 @@ def test_asking_for_a_device_that_is_not_there_names_the_available_ones(machine,
     assert "not available" in chosen["found"] and "cpu (CPU" in chosen["found"]
 
 
+def test_an_adapter_name_is_printed_and_written_without_the_nul_of_its_c_string(machine, capsys):
+    """torch_directml.device_name() gave 'NVIDIA GeForce GTX 470\\x00' on a real machine."""
+    fake_directml = SimpleNamespace(
+        is_available=lambda: True,
+        device_count=lambda: 1,
+        device_name=lambda index: "NVIDIA GeForce GTX 470\x00",
+        device=lambda index=None: torch.device("cpu"),
+        has_float64_support=lambda index: True,
+    )
+    options, unavailable = devices.probe_directml(load=lambda: fake_directml)
+    machine(options=options, unavailable=unavailable)
+
+    verify_install.main([])
+    out = capsys.readouterr().out
+    _code, report = run_json(capsys)
+
+    assert "directml:0: NVIDIA GeForce GTX 470, float64 supported." in out
+    assert "Chosen          directml:0 (NVIDIA GeForce GTX 470)." in out
+    assert "WORKS: training runs on directml:0 (NVIDIA GeForce GTX 470)." in out
+    assert "\x00" not in out
+    assert report["chosen"]["name"] == report["devices"][0]["name"] == "NVIDIA GeForce GTX 470"
+
+
 def test_missing_torch_is_a_finding_with_exit_4(machine, capsys, monkeypatch):
     machine()
 

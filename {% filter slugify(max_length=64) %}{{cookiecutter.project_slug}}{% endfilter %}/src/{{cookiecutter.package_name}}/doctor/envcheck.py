@@ -21,6 +21,7 @@ import textwrap
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Sequence
 
+from ..machinery.cli import clean_name
 from ..machinery.project import Project, load_project
 from . import gpu_linux, gpu_windows, os_info, recommend
 from .bounded import describe_error
@@ -862,4 +863,4 @@ def format_findings(findings: Iterable[Finding], width: int | None = None) -> st
 
 
 def describe_platform() -> str:
-    return f"{platform.system()} {platform.release()} ({platform.machine()})"
+    return clean_name(f"{platform.system()} {platform.release()} ({platform.machine()})")

@@ -22,6 +22,7 @@ import uuid
 from dataclasses import replace
 from typing import Any, Callable
 
+from ..machinery.cli import clean_name
 from .bounded import CommandResult, call_with_timeout, run_command
 from .gpus import SOFTWARE, Gpu, GpuScan
 
@@ -186,7 +187,7 @@ def dxgi_adapters() -> list[Gpu]:
 def parse_driver_date(value: Any) -> datetime.date | None:
     """Driver dates as Windows writes them: '10-10-2023' (registry, month first),
     '2023-10-10', '/Date(1696896000000)/' (old ConvertTo-Json), '20231010000000.000000-000'."""
-    text = str(value or "").strip()
+    text = clean_name(value)
     patterns = (
         (r"(\d{1,2})-(\d{1,2})-(\d{4})$", (3, 1, 2)),
         (r"(\d{4})-(\d{2})-(\d{2})", (1, 2, 3)),
@@ -236,7 +237,7 @@ def registry_display_drivers() -> list[dict[str, str]]:
                     record = {}
                     for value_name in REGISTRY_VALUES:
                         with contextlib.suppress(OSError):
-                            record[value_name] = str(winreg.QueryValueEx(key, value_name)[0])
+                            record[value_name] = clean_name(winreg.QueryValueEx(key, value_name)[0])
             except OSError:
                 continue
             records.append(record)

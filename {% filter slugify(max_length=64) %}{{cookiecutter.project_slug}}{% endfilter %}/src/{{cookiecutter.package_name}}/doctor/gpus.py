@@ -10,6 +10,8 @@ import datetime
 import re
 from dataclasses import dataclass, field
 
+from ..machinery.cli import clean_name
+
 AMD, INTEL, NVIDIA, QUALCOMM, MICROSOFT = 0x1002, 0x8086, 0x10DE, 0x5143, 0x1414
 
 VENDORS = {
@@ -60,6 +62,11 @@ class Gpu:
     software: bool = False  # a software adapter such as "Microsoft Basic Render Driver"
     source: str = ""  # DXGI, PowerShell, /sys/class/drm, nvidia-smi, rocm-smi
     memory_capped: bool = False  # Win32_VideoController.AdapterRAM stops at 4 GB
+
+    def __post_init__(self) -> None:
+        # Every source's text passes here: DXGI, the registry, PowerShell, sysfs, nvidia-smi.
+        for name in ("name", "driver_version", "driver"):
+            object.__setattr__(self, name, clean_name(getattr(self, name)))
 
     @property
     def vendor(self) -> str:

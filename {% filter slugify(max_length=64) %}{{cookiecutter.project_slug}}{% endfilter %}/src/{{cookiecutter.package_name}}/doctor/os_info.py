@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ..machinery.cli import clean_name
 from .bounded import run_command
 
 WSL_DXG = "dev/dxg"  # the GPU paravirtualization device of WSL2
@@ -32,6 +33,11 @@ class OsInfo:
     wsl: int = 0  # 0 when not in WSL, else 1 or 2
     dxg: bool = False
     d3d12: bool = False
+
+    def __post_init__(self) -> None:
+        # platform's strings come from the system (uname, the registry): no NULs past here.
+        for name in ("system", "release", "version", "machine"):
+            object.__setattr__(self, name, clean_name(getattr(self, name)))
 
     @property
     def is_windows(self) -> bool:

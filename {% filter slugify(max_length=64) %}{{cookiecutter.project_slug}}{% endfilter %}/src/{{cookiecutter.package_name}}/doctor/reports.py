@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..machinery.cli import safe_console, write_out
+from ..machinery.cli import clean_name, safe_console, write_out
 
 SEVERITY = {"broken": 0, "cpu-fallback": 1, "unknown": 2, "works": 3}
 STATUS_ORDER = ("works", "cpu-fallback", "broken", "unknown")
@@ -136,7 +136,8 @@ def parse(text: str) -> dict[str, Any]:
 
 
 def _text(value: Any, default: str = "") -> str:
-    return default if value is None else " ".join(str(value).split())
+    # Reports of older versions may carry a device name's NUL: cleaned, the machines group.
+    return default if value is None else clean_name(value)
 
 
 def _number(value: Any) -> float | None:

@@ -10,6 +10,7 @@ import math
 import os
 import re
 import sys
+import unicodedata
 from typing import Any, Callable
 
 
@@ -102,6 +103,19 @@ def write_out(text: str, end: str = "\n") -> None:
         with contextlib.suppress(OSError, ValueError):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
+
+
+def clean_name(value: Any) -> str:
+    """A name from a driver, an adapter or the system, fit to print, store and compare.
+
+    C strings arrive with their terminating NUL (torch_directml.device_name() returned
+    'NVIDIA GeForce GTX 470\\x00'), registry values with NULs and line breaks. Control
+    characters go, whitespace runs become one space, the ends are trimmed."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    text = "" if value is None else str(value)
+    kept = (char for char in text if char.isspace() or unicodedata.category(char) != "Cc")
+    return " ".join("".join(kept).split())
 
 
 def safe_console() -> None:

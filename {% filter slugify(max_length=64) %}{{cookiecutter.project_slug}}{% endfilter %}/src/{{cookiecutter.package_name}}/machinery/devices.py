@@ -39,7 +39,7 @@ from typing import Any, Callable, List, Sequence, Tuple
 
 import torch
 
-from .cli import DEVICE_CHOICES, DEVICE_REQUEST
+from .cli import DEVICE_CHOICES, DEVICE_REQUEST, clean_name
 from .project import load_project
 
 KINDS = ("cuda", "xpu", "mps", "directml", "cpu")
@@ -101,7 +101,7 @@ Probe = Callable[[], Tuple[List[DeviceOption], List[Unavailable]]]
 
 def one_line(error: BaseException) -> str:
     """'OSError: libd3d12.so: cannot open shared object file ...' on one line."""
-    text = " ".join(str(error).split())
+    text = clean_name(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
@@ -131,7 +131,7 @@ def probe_cuda() -> tuple[list[DeviceOption], list[Unavailable]]:
     for index in range(count):
         device = torch.device("cuda", index)
         try:
-            name = torch.cuda.get_device_name(index)
+            name = clean_name(torch.cuda.get_device_name(index))
             smoke_test(device)
         except Exception as error:
             unavailable.append(
@@ -159,7 +159,7 @@ def probe_xpu() -> tuple[list[DeviceOption], list[Unavailable]]:
         device = torch.device("xpu", index)
         try:
             get_name = getattr(xpu, "get_device_name", None)
-            name = get_name(index) if get_name else f"Intel XPU {index}"
+            name = clean_name(get_name(index)) if get_name else f"Intel XPU {index}"
             smoke_test(device)
         except Exception as error:
             unavailable.append(
@@ -187,7 +187,8 @@ def probe_mps() -> tuple[list[DeviceOption], list[Unavailable]]:
 
 
 def probe_cpu() -> tuple[list[DeviceOption], list[Unavailable]]:
-    name = f"CPU, {platform.machine() or 'unknown'}, {torch.get_num_threads()} threads"
+    machine = clean_name(platform.machine()) or "unknown"
+    name = f"CPU, {machine}, {torch.get_num_threads()} threads"
     return [DeviceOption("cpu", None, name, torch.device("cpu"), {"float64": True})], []
 
 
@@ -342,7 +343,7 @@ def probe_directml(
     options, unavailable = [], []
     for index in range(count):
         try:
-            name = str(dml.device_name(index)).strip() or f"DirectML adapter {index}"
+            name = clean_name(dml.device_name(index)) or f"DirectML adapter {index}"
         except Exception as error:
             unavailable.append(
                 Unavailable("directml", f"directml:{index}: no name: {one_line(error)}")
