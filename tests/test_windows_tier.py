@@ -10,16 +10,13 @@ page is not UTF-8. What Wine cannot show is DirectML itself: that needs a Window
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_TEMPLATE, STACKS, TEMPLATE_DIR
+from conftest import STACKS, TEMPLATE_DIR
 
 sys.path.insert(0, str(TEMPLATE_DIR / "tools"))
 import wine_python  # noqa: E402
@@ -38,6 +35,7 @@ BAKE_TIMEOUT = 180
 TORCH_TIMEOUT = 400  # a cold `import torch` takes 25-45 s under Wine
 VERIFY_GOAL_S = 90  # a few seconds of checks, plus Wine start-up and a cold torch import (25-45 s)
 SUITE_TIMEOUT = 2400
+SUITE_CHILD_SCALE = "2"  # the generated tests' TEST_TIMEOUT_SCALE: 600 s per child Python
 # The generated suite's tests that cannot pass under Wine, each with the Wine limit behind it.
 CPP_EXCEPTION_CRASH = (
     "torch 2.4.1 raises a C++ exception here (an invalid device string, .item() on a meta "
@@ -312,47 +310,55 @@ def test_training_one_synthetic_epoch_on_the_cpu_writes_its_outputs(winpy, windo
 # ---------------------------------------------------------------- the project's own tests
 
 
-def suite_inputs_key(winpy) -> str:
-    """What the generated suite's result depends on: the generated files, the hooks, the
-    answers, this tier and its tool, the Windows environment (requirements) and Wine's prefix."""
-    digest = hashlib.sha256(f"{winpy.home.name} {winpy.prefix.name}".encode())
-    roots = [PROJECT_TEMPLATE.name, "hooks", "cookiecutter.json", "tools"]
-    roots.append("tests/test_windows_tier.py")
-    for root in roots:
-        path = TEMPLATE_DIR / root
-        for file in sorted([path] if path.is_file() else path.rglob("*")):
-            if file.is_file() and "__pycache__" not in file.parts:
-                digest.update(file.relative_to(TEMPLATE_DIR).as_posix().encode() + b"\0")
-                digest.update(file.read_bytes())
-    return digest.hexdigest()[:16]
+# pytest's last line: "=== 417 passed, 3 skipped, 8 deselected in 231.62s (0:03:51) ===" (-v)
+SUMMARY_LINE = re.compile(r"^=* ?(?P<counts>\d+ (?:passed|failed|skipped|deselected|errors?)\b.*) in [\d.]+s\b")
+TEST_LINE = re.compile(r"^(tests/\S+::\S+.*?) (?:PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b")
 
 
-def test_the_generated_test_suite_passes_on_windows_cpython(winpy, windows_bakes):
-    """The slowest part of the tier (torch starts slowly under Wine). With
-    TEMPLATE_WINDOWS_SUITE=when-changed (.ci/run) it reruns only when its inputs changed since
-    it last passed on this machine; otherwise, and locally, it always runs."""
-    stamp = winpy.root / "suite-passed" / suite_inputs_key(winpy)
-    if os.environ.get("TEMPLATE_WINDOWS_SUITE") == "when-changed" and stamp.exists():
-        pytest.skip(f"passed under Wine for exactly these inputs: {stamp.read_text().strip()}")
-    _, project = windows_bakes["default"]
+def last_test_reported(output: str) -> str:
+    """The last test whose result pytest -v printed, or a note that none was."""
+    names = [m.group(1) for m in map(TEST_LINE.match, output.splitlines()) if m]
+    return names[-1] if names else "no test (none reported)"
+
+
+def run_generated_suite(winpy, project: Path, junit: Path) -> tuple[wine_python.WineResult, str]:
+    """pytest -v in the baked project on Windows CPython: the result and its summary line.
+    A run that ends without pytest's summary line fails here, saying where it stopped."""
     deselect = [arg for test in WINE_LIMITS for arg in ("--deselect", test)]
-    command = ["-m", "pytest", "-q", "-p", "no:cacheprovider", *deselect]
-    result = run_in(winpy, project, *command, timeout=SUITE_TIMEOUT)
+    command = ["-m", "pytest", "-v", "-p", "no:cacheprovider", *deselect]
+    command += ["--junitxml", wine_python.winpath(junit)]
+    # Every child Python a test starts gets SUITE_CHILD_SCALE times its limit (torch imports
+    # slowly under Wine); the suite as a whole still has SUITE_TIMEOUT.
+    scale = {"TEST_TIMEOUT_SCALE": SUITE_CHILD_SCALE}
+    result = run_in(winpy, project, *command, timeout=SUITE_TIMEOUT, env=scale)
+    lines = result.stdout.strip().splitlines()
+    summary = SUMMARY_LINE.match(lines[-1]) if lines else None
+    if summary is None:
+        pytest.fail(
+            f"pytest's output ended early after {last_test_reported(result.stdout)} "
+            f"(exit {result.returncode} after {result.seconds:.0f} s, "
+            f"junit report {'written' if junit.exists() else 'not written'}); "
+            f"the end of its output:\n{result.output[-4000:]}"
+        )
+    return result, summary.group("counts")
+
+
+def test_the_generated_test_suite_passes_on_windows_cpython(winpy, windows_bakes, tmp_path):
+    """The project's own suite on Windows CPython: every test but the WINE_LIMITS ones, which
+    are deselected by name (pytest counts them in its summary)."""
+    _, project = windows_bakes["default"]
+    result, counts = run_generated_suite(winpy, project, tmp_path / "junit.xml")
     if ACCESS_VIOLATION in result.output:
         # Another test in which torch raised crashed Wine's unwinder (CPP_EXCEPTION_CRASH):
         # one more run; a real defect fails both. Name the test in WINE_LIMITS if it repeats.
-        crashed = re.findall(r'File "[^"]*\\(tests\\[^"]+)", line \d+ in (test_\w+)', result.output)
-        print(f"\naccess violation under Wine in {crashed[-1:] or 'an unknown test'}; rerunning")
-        result = run_in(winpy, project, *command, timeout=SUITE_TIMEOUT)
+        print(f"\naccess violation under Wine after {last_test_reported(result.stdout)}; rerunning")
+        result, counts = run_generated_suite(winpy, project, tmp_path / "junit-rerun.xml")
 
     assert result.returncode == 0, result.output[-6000:]
-    summary = result.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary, summary
-    deselected = re.search(r"(\d+) deselected", summary)  # a parametrized test counts its cases
-    assert not WINE_LIMITS or (deselected and int(deselected.group(1)) >= len(WINE_LIMITS)), summary
-    print(f"\nthe generated suite under Wine: {summary}")
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(f"{summary} ({time.strftime('%Y-%m-%d %H:%M')})\n")
+    assert " passed" in counts and "failed" not in counts and "error" not in counts, counts
+    deselected = re.search(r"(\d+) deselected", counts)  # a parametrized test counts its cases
+    assert deselected and int(deselected.group(1)) >= len(WINE_LIMITS), counts
+    print(f"\nthe generated suite under Wine: {counts} in {result.seconds:.0f} s")
 
 
 # ---------------------------------------------------------------- consoles that are not UTF-8

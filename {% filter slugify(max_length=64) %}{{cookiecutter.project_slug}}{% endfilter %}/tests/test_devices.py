@@ -244,16 +244,16 @@ def fake_torch_directml(tmp_path, monkeypatch):
     return install
 
 
-def test_child_probe_reports_an_import_failure(fake_torch_directml):
+def test_child_probe_reports_an_import_failure(fake_torch_directml, child_limit):
     fake_torch_directml("oserror")
-    reason = devices._probe_directml_in_child(timeout=60)
+    reason = devices._probe_directml_in_child(timeout=child_limit)
     assert reason.startswith("torch_directml failed to load: OSError: libd3d12.so")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="os.abort opens an error dialog on Windows")
-def test_child_probe_survives_a_crash(fake_torch_directml):
+def test_child_probe_survives_a_crash(fake_torch_directml, child_limit):
     fake_torch_directml("crash")
-    reason = devices._probe_directml_in_child(timeout=60)
+    reason = devices._probe_directml_in_child(timeout=child_limit)
     assert reason.startswith("the DirectML check crashed (exit code ")
 
 
@@ -263,9 +263,9 @@ def test_child_probe_gives_up_on_a_hang(fake_torch_directml):
     assert "did not finish within 2 s" in reason
 
 
-def test_child_probe_reports_is_available_raising(fake_torch_directml):
+def test_child_probe_reports_is_available_raising(fake_torch_directml, child_limit):
     fake_torch_directml("raising")
-    reason = devices._probe_directml_in_child(timeout=120)
+    reason = devices._probe_directml_in_child(timeout=child_limit)
     assert reason == "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
 
 

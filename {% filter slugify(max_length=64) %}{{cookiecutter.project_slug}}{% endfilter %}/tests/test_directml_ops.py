@@ -328,7 +328,7 @@ _DUMP = textwrap.dedent(
 
 
 @pytest.mark.skipif(_native_module_dir() is None, reason="torch-directml is not installed")
-def test_installed_torch_directml_agrees(native):
+def test_installed_torch_directml_agrees(native, child_limit):
     folder = _native_module_dir()
     routed: set[str] = set()  # what the steps call, and what the routing went through
     for name in OPTIMIZERS:
@@ -343,7 +343,7 @@ def test_installed_torch_directml_agrees(native):
         [sys.executable, "-c", _DUMP, str(folder), json.dumps(probes)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=child_limit,
         env=env,
     )
     if result.returncode != 0:

@@ -336,7 +336,7 @@ def test_the_offline_wheelhouse_holds_every_requirement():
 OFFLINE_CHECKS = ["device_names.py", "optimizer_after_to.py", "optimizer_ops.py"]
 
 
-def run_check(name: str) -> subprocess.CompletedProcess:
+def run_check(name: str, child_limit: float) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run(
         [sys.executable, str(ROOT / "docs" / "checks" / name)],
@@ -345,23 +345,23 @@ def run_check(name: str) -> subprocess.CompletedProcess:
         encoding="utf-8",
         errors="replace",
         env=env,
-        timeout=300,
+        timeout=child_limit,
     )
 
 
 @pytest.mark.parametrize("name", OFFLINE_CHECKS)
-def test_the_checks_quoted_in_directml_md_still_agree(name):
-    done = run_check(name)
+def test_the_checks_quoted_in_directml_md_still_agree(name, child_limit):
+    done = run_check(name, child_limit)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.rstrip().endswith("Agrees with docs/directml.md: yes")
     assert f"python docs/checks/{name}" in read("docs/directml.md")
 
 
-def test_the_api_check_reads_the_installed_torch_directml():
+def test_the_api_check_reads_the_installed_torch_directml(child_limit):
     if importlib.util.find_spec("torch_directml") is None:
         pytest.skip("torch-directml is not installed in this environment")
-    done = run_check("directml_api.py")
+    done = run_check("directml_api.py", child_limit)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "torch_directml.synchronize            does not exist" in done.stdout

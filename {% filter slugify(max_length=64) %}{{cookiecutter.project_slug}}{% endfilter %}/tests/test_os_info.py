@@ -83,8 +83,8 @@ def test_this_machine_is_detected_without_errors():
 # ---------------------------------------------------------------------------------- bounded
 
 
-def test_a_command_that_answers_is_captured():
-    result = run_command([sys.executable, "-c", "print('hello')"], timeout=30)
+def test_a_command_that_answers_is_captured(child_limit):
+    result = run_command([sys.executable, "-c", "print('hello')"], timeout=child_limit)
     assert result.ok and result.stdout.strip() == "hello"
 
 

@@ -158,7 +158,7 @@ def test_the_markdown_summary_is_made_of_tables(samples):
         assert f"\n## {heading}\n" in text
 
 
-def test_the_command_summarises_the_sample_folder():
+def test_the_command_summarises_the_sample_folder(child_limit):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     package = Machine.__module__.rsplit(".", 1)[0]
     done = subprocess.run(
@@ -167,7 +167,7 @@ def test_the_command_summarises_the_sample_folder():
         text=True,
         encoding="utf-8",
         env=env,
-        timeout=120,
+        timeout=child_limit,
     )
 
     assert done.returncode == 0, done.stderr
@@ -257,7 +257,7 @@ def test_a_deeply_nested_file_is_listed_as_unreadable_and_the_summary_stays(tmp_
     assert "nested.json" in out and "nested too deeply" in out
 
 
-def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path):
+def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path, child_limit):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     package = Machine.__module__.rsplit(".", 1)[0]
     child = subprocess.Popen(
@@ -267,7 +267,8 @@ def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path):
         env=env,
     )
     child.stdout.close()  # like `| head -c 10` that has read all it wanted
-    _out, err = child.communicate(timeout=120)
+    child.stdout = None  # so that communicate() reads stderr only (Windows reads both)
+    _out, err = child.communicate(timeout=child_limit)
     assert "Traceback" not in err.decode("utf-8", "replace")
     assert "BrokenPipeError" not in err.decode("utf-8", "replace")
 

@@ -375,13 +375,14 @@ def test_runs_into_a_folder_in_use_are_refused_and_change_nothing(
 
 
 def test_a_lock_left_by_a_dead_run_is_taken_over_and_its_leftovers_removed(
-    tmp_path, tiny_dataset, cpu_discovery, tiny_config
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, child_limit
 ):
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,
         text=True,
         check=True,
+        timeout=child_limit,
     )
     pid = int(dead.stdout)
     tmp_path.joinpath(output_lock.LOCK_NAME).write_text(

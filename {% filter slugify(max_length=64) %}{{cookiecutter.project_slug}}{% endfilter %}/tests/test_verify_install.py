@@ -268,7 +268,7 @@ def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
     assert "`pip install -r environments/xpu.txt`" in other.fix
 
 
-def test_a_project_without_tqdm_says_so_without_a_traceback():
+def test_a_project_without_tqdm_says_so_without_a_traceback(child_limit):
     """The real module tree, in a Python where `import tqdm` fails."""
     src = Path(verify_install.__file__).resolve().parents[2]
     paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -282,7 +282,7 @@ def test_a_project_without_tqdm_says_so_without_a_traceback():
         capture_output=True,
         text=True,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join(paths)),
-        timeout=120,
+        timeout=child_limit,
     )
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 4
@@ -293,7 +293,7 @@ def test_a_project_without_tqdm_says_so_without_a_traceback():
     assert "torch does not import" not in report["verdict"]["message"]
 
 
-def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path):
+def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path, child_limit):
     shadow = tmp_path / "torch"
     shadow.mkdir()
     message = (
@@ -308,7 +308,7 @@ def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path)
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=child_limit,
     )
     assert "Traceback" not in done.stderr
     assert done.returncode == 4, done.stderr
@@ -350,7 +350,7 @@ def test_help_documents_the_exit_codes(capsys):
     assert "  4  the install is broken" in out
 
 
-def test_the_real_thing_on_this_machine():
+def test_the_real_thing_on_this_machine(child_limit):
     """No fakes: whatever this machine has, a verdict consistent with the chosen device."""
     src = Path(verify_install.__file__).resolve().parents[2]  # src/<package>/doctor/
     paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -360,7 +360,7 @@ def test_the_real_thing_on_this_machine():
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=child_limit,
     )
     assert "Traceback" not in done.stderr, done.stderr
     report = json.loads(done.stdout)
@@ -401,7 +401,7 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
     assert report["project"]["name"] == name
 
 
-def test_a_reader_that_stops_early_ends_the_json_quietly():
+def test_a_reader_that_stops_early_ends_the_json_quietly(child_limit):
     """`verify_install --json | head -c 10`: no BrokenPipeError, the verdict's exit code."""
     src = Path(verify_install.__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(src))
@@ -412,7 +412,8 @@ def test_a_reader_that_stops_early_ends_the_json_quietly():
         env=env,
     )
     child.stdout.close()  # the reader is gone before the report is written
-    _out, err = child.communicate(timeout=300)
+    child.stdout = None  # so that communicate() reads stderr only (Windows reads both)
+    _out, err = child.communicate(timeout=child_limit)
     text = err.decode("utf-8", "replace")
     assert "BrokenPipeError" not in text and "Traceback" not in text
     assert child.returncode in (verify_install.EXIT_OK, verify_install.EXIT_CPU_FALLBACK)
