@@ -47,6 +47,7 @@ ALWAYS = {
     "src/{pkg}/doctor/os_info.py",
     "src/{pkg}/doctor/recommend.py",
     "src/{pkg}/doctor/reports.py",
+    "src/{pkg}/doctor/stepwise.py",
     "src/{pkg}/doctor/verify_install.py",
     "src/{pkg}/machinery/__init__.py",
     "src/{pkg}/machinery/checkpoints.py",

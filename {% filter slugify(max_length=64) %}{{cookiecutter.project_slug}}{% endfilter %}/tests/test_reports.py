@@ -318,3 +318,33 @@ def test_a_device_name_with_a_nul_groups_with_the_same_name_without_it(tmp_path)
     machines, _ = load_folder(tmp_path)
     assert device_summary(machines) == [("directml", 2, "NVIDIA GeForce GTX 470 (2)")]
     assert "\x00" not in summarise(machines)
+
+
+def test_the_step_each_gpu_fails_is_summarised_per_adapter(tmp_path):
+    """verify_install's failed_step: the instructor sees which step fails on which GPU."""
+    compile_graph = "RuntimeError: device1->CompileGraph(&graphDesc, flags, IID_PPV_ARGS(&g))"
+    fix = "This device runs LeNet's layers but not the cross-entropy loss (log_softmax and ..."
+    for person in ("ana", "ben"):
+        report = {
+            "verdict": {"status": "broken", "exit_code": 4, "message": "BROKEN"},
+            "findings": [
+                {"check": "Smoke test", "status": "fail", "fix": fix,
+                 "found": f"LeNet forward+backward on privateuseone:0 failed in the loss "
+                          f"(cross-entropy): {compile_graph}."},
+            ],
+            "chosen": {"label": "directml:0", "kind": "directml", "name": "NVIDIA GeForce GTX 470"},
+            "failed_step": {"during": "smoke test", "step": "loss",
+                            "what": "the loss (cross-entropy)", "error": compile_graph},
+        }  # fmt: skip
+        (tmp_path / f"{person}.json").write_text(json.dumps(report), encoding="utf-8")
+    machines, _ = load_folder(tmp_path)
+
+    text = summarise(machines)
+
+    section = text.split("Steps of training that fail on a GPU\n\n")[1]
+    rows = section.splitlines()[2:3]
+    assert rows == [
+        "the loss (cross-entropy)  NVIDIA GeForce GTX 470  2         ana.json, ben.json"
+    ]
+    (problem,) = common_problems(machines)  # one problem for both machines, with its fix
+    assert problem.sources == ["ana.json", "ben.json"] and problem.fix == fix

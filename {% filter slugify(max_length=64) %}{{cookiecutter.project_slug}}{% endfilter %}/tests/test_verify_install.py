@@ -14,6 +14,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.doctor import (
     envcheck,
+    stepwise,
     verify_install,
 )
 from {{ cookiecutter.package_name }}.doctor.envcheck import (
@@ -758,3 +761,191 @@ def test_an_environment_of_another_stack_is_judged_by_that_stacks_pins(
     assert report["packages"]["torch"] == {"installed": "2.14.1+xpu", "pinned": "2.14.1"}
     assert "torch-directml" not in report["packages"]
     assert not [f for f in report["findings"] if "2.4.1" in f["fix"]]
+
+
+# --------------------------------------------------------------- the step a GPU fails
+# On a GeForce GTX 470, DirectML ran convolutions, pooling and linear layers but failed in the
+# cross-entropy loss with a message that names no operator. The fakes raise that message as a
+# Python error, only for the work on the "device" (a C++ error can crash Wine's unwinder).
+
+COMPILE_GRAPH = "device1->CompileGraph(&graphDesc, flags, IID_PPV_ARGS(&compiledGraph))"
+GTX_470 = devices.DeviceOption(
+    "directml", 0, "NVIDIA GeForce GTX 470", torch.device("cpu"),
+    {"float64": True, "adapter_rank": 2},
+)  # fmt: skip
+
+
+class GpuLeNet(model.LeNet5):
+    """A LeNet whose copy on the 'device' marks its logits, so a fake can fail there only."""
+
+    on_device = False
+
+    def to(self, *args, **kwargs):
+        moved = super().to(*args, **kwargs)
+        moved.on_device = True
+        return moved
+
+    def forward(self, x):
+        logits = super().forward(x)
+        logits.on_device = self.on_device
+        return logits
+
+
+class Conv2FailsLeNet(GpuLeNet):
+    """conv2 fails on the 'device'; conv1 and everything on the CPU work."""
+
+    def to(self, *args, **kwargs):
+        moved = super().to(*args, **kwargs)
+
+        def forward(x):
+            raise RuntimeError(COMPILE_GRAPH)
+
+        moved.conv2.forward = forward
+        return moved
+
+
+@pytest.fixture
+def loss_fails_on_the_device(monkeypatch):
+    real_cross_entropy = torch.nn.functional.cross_entropy
+
+    def cross_entropy(logits, *args, **kwargs):
+        if getattr(logits, "on_device", False):
+            raise RuntimeError(COMPILE_GRAPH)
+        return real_cross_entropy(logits, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "cross_entropy", cross_entropy)
+
+
+def failing_row(out, check):
+    (found,) = [text for label, text in out.row_texts if label == check]
+    (fix,) = [fix for label, fix in out.fixes if label == check]
+    return found, fix
+
+
+def test_a_smoke_test_that_fails_in_the_loss_names_the_loss(
+    machine, capsys, loss_fails_on_the_device
+):
+    machine(options=[GTX_470], lenet=GpuLeNet)
+    code = verify_install.main([])
+    out = read_output(capsys.readouterr().out)
+    _code, report = run_json(capsys)
+
+    assert code == 4
+    found, fix = failing_row(out, "Smoke test")
+    assert found == (
+        "LeNet forward+backward on cpu failed in the loss (cross-entropy): "
+        f"RuntimeError: {COMPILE_GRAPH}."
+    )
+    assert fix.startswith("This device runs LeNet's layers but not the cross-entropy loss")
+    assert "`--device cpu`" in fix
+    assert out.verdict.startswith("Verdict (exit 4): BROKEN: directml:0 fails in the loss")
+    assert report["failed_step"] == {
+        "during": "smoke test",
+        "step": "loss",
+        "what": "the loss (cross-entropy)",
+        "error": f"RuntimeError: {COMPILE_GRAPH}",
+        "read_back": False,
+        "timed_out": False,
+    }
+
+
+def test_a_layer_that_fails_on_the_device_is_named(machine, capsys):
+    machine(options=[GTX_470], lenet=Conv2FailsLeNet)
+    code = verify_install.main([])
+    out = read_output(capsys.readouterr().out)
+    _code, report = run_json(capsys)
+
+    assert code == 4
+    found, fix = failing_row(out, "Smoke test")
+    assert found.startswith("LeNet forward+backward on cpu failed in the forward pass in conv2")
+    assert fix.startswith("This device fails in the forward pass in conv2 (Conv2d), while")
+    assert report["failed_step"]["step"] == "forward"
+    assert report["failed_step"]["what"] == "the forward pass in conv2 (Conv2d)"
+
+
+class FailingSgd(torch.optim.SGD):
+    def step(self, closure=None):
+        raise RuntimeError(COMPILE_GRAPH)
+
+
+def test_a_training_step_that_fails_in_the_optimizer_names_it(machine, capsys):
+    trainer = SimpleNamespace(
+        TrainConfig=train.TrainConfig,
+        build_optimizer=lambda name, params, lr, device_type: FailingSgd(params, lr=lr),
+        train_step=train.train_step,
+    )
+    machine(options=[GTX_470], trainer=trainer)
+    code = verify_install.main([])
+    out = read_output(capsys.readouterr().out)
+    _code, report = run_json(capsys)
+
+    assert code == 4
+    found, fix = failing_row(out, "Train step")
+    assert found.startswith("One training step on cpu failed in the optimizer step (FailingSgd):")
+    assert "`--optimizer sgd` or `--optimizer adam`" in fix
+    assert report["failed_step"]["during"] == "train step"
+    assert report["smoke_test"]["passed"] is True
+
+
+def test_a_passing_device_is_not_run_step_by_step(machine, capsys, monkeypatch):
+    """The step-by-step run costs time: only a failure pays for it."""
+
+    def locate(*args, **kwargs):
+        raise AssertionError("stepwise.locate ran although nothing failed")
+
+    monkeypatch.setattr(stepwise, "locate", locate)
+    machine(options=[GTX_470])
+    code, report = run_json(capsys)
+    assert code == 0 and report["failed_step"] is None
+
+
+def test_the_step_by_step_run_is_bounded_in_time():
+    """A driver that hangs in a step: the run gives up and names where it stood."""
+    release = threading.Event()
+
+    class HangingLeNet(model.LeNet5):
+        def to(self, *args, **kwargs):  # the first step: where it stands does not depend on speed
+            release.wait(60)
+            raise RuntimeError("released")  # so the abandoned thread ends at once, in Python
+
+    try:
+        started = time.perf_counter()
+        failed = stepwise.locate(
+            torch, HangingLeNet, torch.device("cpu"), lambda x: x.float(),
+            lambda net: torch.optim.SGD(net.parameters(), lr=0.1), timeout=1,
+        )  # fmt: skip
+        assert time.perf_counter() - started < 30
+    finally:
+        release.set()
+    assert (failed.step, failed.what) == ("model", "copying the model to the device")
+    assert (failed.error, failed.timed_out) == ("no answer within 1 s", True)
+
+
+def test_a_step_that_hangs_keeps_the_first_error_in_the_finding(
+    machine, capsys, monkeypatch, loss_fails_on_the_device
+):
+    hung = stepwise.FailingStep("loss", "the loss (cross-entropy)", "no answer within 60 s",
+                                timed_out=True)  # fmt: skip
+    monkeypatch.setattr(stepwise, "locate", lambda *args, **kwargs: hung)
+    machine(options=[GTX_470], lenet=GpuLeNet)
+    _code, report = run_json(capsys)
+
+    (smoke,) = findings(report, "Smoke test", FAIL)
+    assert smoke["found"] == (
+        f"LeNet forward+backward on cpu failed: RuntimeError: {COMPILE_GRAPH}. Run one step at "
+        "a time, the loss (cross-entropy) gave no answer within 60 s."
+    )
+    assert report["failed_step"]["timed_out"] is True
+
+
+def test_an_error_that_shows_only_when_a_result_is_read_back_says_so():
+    progress = stepwise.Progress()
+    progress.at("loss")
+
+    def to(device):
+        raise RuntimeError("DirectML: device removed")
+
+    with pytest.raises(RuntimeError):
+        progress.read_back(SimpleNamespace(detach=lambda: SimpleNamespace(to=to)))
+    failed = progress.failed("RuntimeError: DirectML: device removed")
+    assert failed.describe().endswith("(cross-entropy) (when its result was read back to the CPU)")

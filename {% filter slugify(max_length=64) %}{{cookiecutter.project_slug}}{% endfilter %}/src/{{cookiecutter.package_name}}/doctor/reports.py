@@ -6,8 +6,9 @@
 For workshop instructors: every participant runs ``python -m <package>.verify_install --json``
 with its output redirected to a file named after them or their machine; collect the files in
 one folder (subfolders are searched too) and run this. The summary counts the verdicts and the
-devices training will use, lists every machine (the ones that need help first) and groups the
-problems that several machines share, with their fix.
+devices training will use, lists every machine (the ones that need help first), groups the
+problems that several machines share, with their fix, and lists which step of training fails
+on which GPU.
 
 Standard library only. The reports may come from Windows consoles: UTF-8 with or without a
 byte order mark, UTF-16 (Windows PowerShell 5's ``>``) and the console's code page are read,
@@ -70,6 +71,7 @@ class Machine:
     step_ms: float | None = None
     cpu_ms: float | None = None
     recommended: str = "-"  # the stack verify_install recommends for this machine
+    failed_step: str = ""  # "the loss (cross-entropy)": the step the chosen GPU fails
     active: str = "-"  # the stack of the environment the report was made in
 
     @property
@@ -175,6 +177,7 @@ def machine_from(data: dict[str, Any], source: str) -> Machine:
             )
     exit_code = verdict.get("exit_code")
     advice = data.get("recommendation") if isinstance(data.get("recommendation"), dict) else {}
+    failed = data.get("failed_step") if isinstance(data.get("failed_step"), dict) else {}
     return Machine(
         source=source,
         status=status,
@@ -192,6 +195,7 @@ def machine_from(data: dict[str, Any], source: str) -> Machine:
         cpu_ms=_number(timing.get("cpu_ms")),
         recommended=_text(advice.get("stack"), "-"),
         active=_text(advice.get("active"), "-"),
+        failed_step=_text(failed.get("what")),
     )
 
 
@@ -291,6 +295,17 @@ def device_summary(machines: Sequence[Machine]) -> list[tuple[str, int, str]]:
         )
         rows.append((kind, sum(names.values()), listed))
     return rows
+
+
+def failing_steps(machines: Sequence[Machine]) -> list[tuple[str, str, int, str]]:
+    """(step that fails, adapter, machines, reports): which GPU fails where, most common first."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for machine in machines:
+        if machine.failed_step:
+            adapter = machine.device_name or machine.device
+            groups.setdefault((machine.failed_step, adapter), []).append(machine.source)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [(step, adapter, len(who), _who(who)) for (step, adapter), who in ordered]
 
 
 def _ratio(machine: Machine) -> str:
@@ -428,6 +443,11 @@ def summarise(
     if problems:
         out += ["", f"{h2}Problems, failures first, then the most common", ""]
         out.append(problem_list(problems, markdown))
+    steps = failing_steps(machines)
+    if steps:
+        out += ["", f"{h2}Steps of training that fail on a GPU", ""]
+        headers = ["step that fails", "adapter", "machines", "reports"]
+        out.append(table(headers, steps, markdown))
     operators = Counter(op for m in machines for op in set(m.fallback_operators))
     if operators:
         out += ["", f"{h2}Operators that fell back to the CPU", ""]

@@ -8,7 +8,8 @@ the installed torch / torchvision / torch-directml against the project's pins; t
 torch finds (DirectML adapters with their float64 support, or the reason DirectML cannot
 load); a LeNet forward and backward pass on the chosen device compared with the CPU; the
 operators that fell back to the CPU during one training step; the time of that step on the
-device and on the CPU.
+device and on the CPU. When the pass or the step fails on a GPU, ``stepwise`` runs the work
+again one step at a time and names the step that fails (the loss, a layer, ...).
 
 Exit codes: 0 the chosen accelerator works (or a CPU-only project runs on the CPU); 3 training
 falls back to the CPU (0 with ``--cpu-fallback-ok``, as the PyCharm run configuration passes);
@@ -32,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from ..machinery.cli import device_request, json_for, safe_console, write_out
 from ..machinery.project import Project, load_project, parse_version
-from . import envcheck, recommend
+from . import envcheck, recommend, stepwise
 from .bounded import describe_error
 from .envcheck import FAIL, OK, WARN, Finding
 
@@ -82,6 +83,7 @@ class Report:
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the check
     recommendation: dict[str, Any] | None = None  # the best environment file for this machine
+    failed_step: dict[str, Any] | None = None  # the step a GPU fails, found one step at a time
 
     def lap(self, phase: str, since: float) -> float:
         """Record the seconds of ``phase`` since ``since``; returns now for the next lap."""
@@ -106,6 +108,7 @@ class Report:
             "unavailable": self.unavailable,
             "chosen": self.chosen,
             "smoke_test": self.smoke_test,
+            "failed_step": self.failed_step,
             "fallback_operators": self.fallback_operators,
             "timing": self.timing,
             "python": sys.version.split()[0],
@@ -335,6 +338,21 @@ def smoke_test(torch: Any, lenet: Callable[[], Any], device: Any) -> dict[str, A
         "finite": finite,
         "passed": finite and errors[worst] <= SMOKE_TOLERANCE,
     }
+
+
+def locate_failure(
+    torch: Any, lenet: Callable[[], Any], train: Any, device: Any
+) -> stepwise.FailingStep | None:
+    """After a failure only: the step that fails when the work runs one step at a time."""
+    name, lr = training_defaults(train)
+
+    def make_optimizer(model: Any) -> Any:
+        return train.build_optimizer(name, model.parameters(), lr, device.type)
+
+    def to_input(images: Any) -> Any:
+        return model_input(torch, images)
+
+    return stepwise.locate(torch, lenet, device, to_input, make_optimizer)
 
 
 def training_defaults(train: Any) -> tuple[str, float]:
@@ -601,9 +619,11 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
     report.lap("smoke test and timing", since)
     if not works:
         report.exit_code = EXIT_BROKEN
+        failed = report.failed_step
+        what = f"fails in {failed['what']}" if failed else "computes LeNet wrong or fails to train"
         report.verdict = (
-            f"BROKEN: {chosen.label} computes LeNet wrong or fails to train; train with "
-            "`--device cpu` until the fixes below are done."
+            f"BROKEN: {chosen.label} {what}; train with `--device cpu` until the fixes below "
+            "are done."
             if chosen.kind != "cpu"
             else "BROKEN: LeNet does not run on the CPU."
         )
@@ -633,12 +653,8 @@ def _numbers(
         report.smoke_test = smoke_test(torch, lenet, device)
     except Exception as error:
         report.smoke_test = {"device": str(device), "passed": False, "error": describe_error(error)}
-        report.add(
-            "Smoke test",
-            FAIL,
-            f"LeNet forward+backward on {device} failed: {describe_error(error)}.",
-            "Train with `--device cpu`; update the GPU driver.",
-        )
+        located = locate_failure(torch, lenet, train, device) if accelerator else None
+        _add_failure(report, "Smoke test", f"LeNet forward+backward on {device}", error, located)
         return False
     smoke = report.smoke_test
     if not accelerator:
@@ -664,12 +680,8 @@ def _numbers(
     try:
         operators, others, timing = training_step(torch, lenet, train, device, accelerator)
     except Exception as error:
-        report.add(
-            "Train step",
-            FAIL,
-            f"One training step on {device} failed: {describe_error(error)}.",
-            "Train with `--device cpu` meanwhile.",
-        )
+        located = locate_failure(torch, lenet, train, device) if accelerator else None
+        _add_failure(report, "Train step", f"One training step on {device}", error, located)
         return False
     report.fallback_operators, report.timing = operators, timing
     if operators:
@@ -702,6 +714,29 @@ def _numbers(
     else:
         report.add("Timing", OK, f"One step of {STEP_BATCH} images: {device_ms:.1f} ms on the CPU.")
     return True
+
+
+def _add_failure(
+    report: Report, check: str, work: str, error: Exception, located: stepwise.FailingStep | None
+) -> None:
+    """The FAIL line of a smoke test or training step that raised, naming the step that fails
+    (and in --json, ``failed_step``: a room's reports show which GPU fails where)."""
+    if located is None:
+        report.add(
+            check,
+            FAIL,
+            f"{work} failed: {describe_error(error)}.",
+            "Train with `--device cpu`; update the GPU driver.",
+        )
+        return
+    report.failed_step = {"during": check.lower(), **located.to_dict()}
+    found = f"{work} failed in {located.describe()}: {located.error}."
+    if located.timed_out:  # the step hung on its own: the first error still says what failed
+        found = (
+            f"{work} failed: {describe_error(error)}. Run one step at a time, "
+            f"{located.what} gave {located.error}."
+        )
+    report.add(check, FAIL, found, located.fix())
 
 
 # ------------------------------------------------------------------------------- output
