@@ -311,7 +311,9 @@ def test_training_one_synthetic_epoch_on_the_cpu_writes_its_outputs(winpy, windo
 
 
 # pytest's last line: "=== 417 passed, 3 skipped, 8 deselected in 231.62s (0:03:51) ===" (-v)
-SUMMARY_LINE = re.compile(r"^=* ?(?P<counts>\d+ (?:passed|failed|skipped|deselected|errors?)\b.*) in [\d.]+s\b")
+SUMMARY_LINE = re.compile(
+    r"^=* ?(?P<counts>\d+ (?:passed|failed|skipped|deselected|errors?)\b.*) in [\d.]+s\b"
+)
 TEST_LINE = re.compile(r"^(tests/\S+::\S+.*?) (?:PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\b")
 
 
