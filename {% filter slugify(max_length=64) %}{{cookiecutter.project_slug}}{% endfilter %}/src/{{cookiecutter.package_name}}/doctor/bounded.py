@@ -27,6 +27,7 @@ class CommandResult:
     stdout: str = ""
     stderr: str = ""
     problem: str = ""  # empty when the command ran to its end; else what went wrong
+    timed_out: bool = False  # it ran past its timeout and was ended
 
     @property
     def ok(self) -> bool:
@@ -43,7 +44,10 @@ def _creation_flags() -> int:
 
 
 def run_command(args: Sequence[str], timeout: float) -> CommandResult:
-    """Run ``args`` without a shell, wait at most ``timeout`` seconds, capture its output."""
+    """Run ``args`` without a shell, wait at most ``timeout`` seconds, capture its output.
+
+    Not ``subprocess.run(timeout=...)``: on Windows, after the timeout it kills the child and
+    then waits, without a limit, for pipes that a grandchild may still hold open."""
     argv = tuple(str(arg) for arg in args)
     name = argv[0] if argv else "?"
     try:
@@ -67,7 +71,8 @@ def run_command(args: Sequence[str], timeout: float) -> CommandResult:
         # A grandchild may still hold the pipes: give up on them rather than wait.
         with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError):
             process.communicate(timeout=2)
-        return CommandResult(argv, None, problem=f"{name} did not answer within {timeout:g} s")
+        problem = f"{name} did not answer within {timeout:g} s"
+        return CommandResult(argv, None, problem=problem, timed_out=True)
     except (OSError, ValueError) as error:
         process.kill()
         return CommandResult(argv, None, problem=f"{name} failed ({describe_error(error)})")

@@ -32,13 +32,13 @@ import importlib.util
 import json
 import platform
 import re
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Sequence, Tuple
 
 import torch
 
+from ..doctor.bounded import run_command
 from .cli import DEVICE_CHOICES, DEVICE_REQUEST, clean_name
 from .project import load_project
 
@@ -270,18 +270,13 @@ def _directml_child_verdict() -> str | None:
 
 
 def _probe_directml_in_child(timeout: float = DIRECTML_PROBE_TIMEOUT_S) -> str | None:
-    """None when torch_directml imports and computes in a child process, else the reason."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD_CODE],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
+    """None when torch_directml imports and computes in a child process, else the reason.
+    The child gets a hard time limit (``run_command``): a hung driver never hangs us."""
+    done = run_command([sys.executable, "-c", _CHILD_CODE], timeout)
+    if done.timed_out:
         return f"the DirectML check did not finish within {timeout:.0f} s (driver hang?)"
-    except OSError as error:
-        return f"could not start the DirectML check: {one_line(error)}"
+    if done.returncode is None:
+        return f"could not start the DirectML check: {done.problem}"
     for line in done.stdout.splitlines():
         if line.startswith("DIRECTML-PROBE "):
             result = json.loads(line[len("DIRECTML-PROBE ") :])
