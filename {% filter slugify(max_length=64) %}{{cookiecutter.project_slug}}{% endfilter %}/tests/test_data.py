@@ -39,6 +39,14 @@ def test_synthetic_digits_of_one_class_vary():
     assert (sevens - sevens.mean(0)).abs().mean() > 10  # not one template with noise
 
 
+@pytest.mark.parametrize("n", [1, 8])
+def test_fewer_synthetic_digits_than_classes(n):
+    split = data.synthetic_digits(n, seed=5)
+    assert split.images.shape == (n, 1, 28, 28)
+    assert len(set(split.labels.tolist())) == n  # one of each drawn digit, each with ink
+    assert all(image.max() > 0 for image in split.images)
+
+
 def test_synthetic_dataset_is_labelled_and_split(tiny_dataset):
     assert tiny_dataset.synthetic and tiny_dataset.name == "synthetic"
     assert "SYNTHETIC" in tiny_dataset.description and "not MNIST" in tiny_dataset.description

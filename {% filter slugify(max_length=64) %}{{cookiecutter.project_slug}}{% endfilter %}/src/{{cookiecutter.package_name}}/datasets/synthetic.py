@@ -113,6 +113,8 @@ def _cached(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     images = torch.zeros(n, 28, 28, dtype=torch.uint8)
     for digit in range(10):
         index = (labels == digit).nonzero().squeeze(1)
+        if len(index) == 0:  # fewer than ten images: not every digit is drawn
+            continue
         for chunk in index.split(64):
             images[chunk] = _render(_distort(digit, len(chunk), g), g)
     return images.unsqueeze(1), labels
