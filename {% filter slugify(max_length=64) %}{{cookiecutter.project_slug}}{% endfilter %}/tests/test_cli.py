@@ -155,6 +155,29 @@ def test_dry_run_trains_a_few_batches_and_saves_nothing(
     assert not out.exists()
 
 
+def test_a_gpu_that_cannot_run_an_operator_stops_training_with_one_sentence(
+    capsys, monkeypatch, cpu_discovery, small_synthetic, tmp_path
+):
+    """What a driver error in the middle of training looks like: DirectML on a device that
+    cannot compile the cross-entropy (seen under Wine's D3D12) raises this RuntimeError."""
+    import torch
+
+    gpu = devices.DeviceOption("directml", 0, "NVIDIA GeForce GTX 470", torch.device("meta"))
+    found = devices.Discovery([gpu, *cpu_discovery.options], [])
+    monkeypatch.setattr(devices, "discover", lambda probes=None: found)
+
+    def cannot_compile(run, epoch):
+        raise RuntimeError("device1->CompileGraph(&graphDesc, flags, IID_PPV_ARGS(&compiledGraph))")
+
+    monkeypatch.setattr(train, "train_epoch", cannot_compile)
+    code, _, err = run_train(capsys, "--dataset", "synthetic", "--output-dir", str(tmp_path))
+
+    assert code == 4 and "Traceback" not in err
+    assert err.startswith("error: directml:0 (NVIDIA GeForce GTX 470) failed while training: ")
+    assert "RuntimeError: device1->CompileGraph(" in err and "Nothing was saved." in err
+    assert f"python -m {train.__package__}.verify_install" in err and "--device cpu" in err
+
+
 def test_train_evaluate_and_resume_from_the_command_line(
     capsys, cpu_only, small_synthetic, tmp_path
 ):

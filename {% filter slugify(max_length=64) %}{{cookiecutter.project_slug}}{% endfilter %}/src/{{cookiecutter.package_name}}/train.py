@@ -38,7 +38,7 @@ from .machinery.run import (
     output_folder,
     resumed_settings,
 )
-from .machinery.stopping import StopSignal, ctrl_c_stops_gracefully
+from .machinery.stopping import StopSignal, ctrl_c_stops_gracefully, gpu_failures_explained
 from .model import LeNet5, to_device
 
 EVAL_BATCH_SIZE = 1000
@@ -209,18 +209,19 @@ def train(
             run.restore(checkpoint)  # weights, optimizer state, shuffling, history, position
         console.print_header(run, found, resumed=checkpoint is not None)
 
-        with ctrl_c_stops_gracefully(run.stop, kept=run.kept):
+        # Ctrl+C saves and stops; a GPU that cannot run an operator stops with one sentence.
+        with ctrl_c_stops_gracefully(run.stop, run.kept), gpu_failures_explained(option, run.kept):
             for epoch in range(run.epochs_done, run.epochs):
                 trained = train_epoch(run, epoch)
                 validation = evaluate_split(run.model, run.dataset.val, limit=run.eval_limit)
                 run.end_epoch(epoch, trained, validation)  # checkpoints, metrics, curves
-
-        test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
+            test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
         return run.finish(test)  # prints the test accuracy and lists the output files
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point; returns the exit code (0 ok, 2 user error, 3 diverged, 130 Ctrl+C)."""
+    """Console entry point; returns the exit code (0 ok, 2 user error, 3 diverged, 4 the GPU
+    failed, 130 Ctrl+C)."""
     return train_cli.main(argv, train, TrainConfig)
 
 

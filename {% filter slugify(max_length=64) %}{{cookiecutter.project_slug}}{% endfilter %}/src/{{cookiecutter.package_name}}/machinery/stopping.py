@@ -5,6 +5,8 @@
 - The first Ctrl+C only sets a flag (``StopSignal``); the loop looks at it between steps, saves
   a checkpoint and stops. A second Ctrl+C stops at once; the last checkpoint is kept.
 - ``finite`` is the NaN guard: the loop checks the running loss whenever it reads it back.
+- ``gpu_failures_explained``: a GPU whose driver cannot run an operator raises a RuntimeError
+  in the middle of a step; the user gets what failed, what is saved and what to do.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .console import say
 
 EXIT_USAGE = 2
 EXIT_DIVERGED = 3
+EXIT_DEVICE_FAILED = 4  # as verify_install's "broken": this device cannot train
 EXIT_INTERRUPTED = 130
 
 
@@ -34,6 +37,28 @@ class TrainingDiverged(TrainError):
 
 class Interrupted(TrainError):
     exit_code = EXIT_INTERRUPTED
+
+
+class DeviceFailed(TrainError):
+    exit_code = EXIT_DEVICE_FAILED
+
+
+@contextlib.contextmanager
+def gpu_failures_explained(option: Any, kept: Callable[[], str]) -> Iterator[None]:
+    """A RuntimeError from a GPU while training (DirectML's ``CompileGraph``, ``Invalid
+    parameter.``, out of memory) becomes DeviceFailed. On the CPU it is a bug: raised as is."""
+    try:
+        yield
+    except RuntimeError as error:
+        if option.device.type == "cpu":
+            raise
+        package = __package__.rsplit(".", 1)[0]
+        detail = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+        raise DeviceFailed(
+            f"{option.describe()} failed while training: {detail}. {kept()} "
+            f"`python -m {package}.verify_install` tests this device step by step and names "
+            "the step it cannot run; meanwhile `--device cpu` trains correctly, only slower."
+        ) from error
 
 
 class StopSignal:
