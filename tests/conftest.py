@@ -23,6 +23,9 @@ TEMPLATE_DIR = Path(__file__).resolve().parents[1]
 PROJECT_TEMPLATE = next(TEMPLATE_DIR.glob("*cookiecutter.project_slug*"))
 CONTEXT = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text(encoding="utf-8"))
 STACKS = CONTEXT["_stacks"]
+sys.path.insert(0, str(TEMPLATE_DIR / "tools"))
+import wine_python  # noqa: E402  (tools/ is not a package)
+
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yml", ".yaml", ".json", ".xml", ".txt", ".cfg", ""}
 
 
@@ -126,3 +129,11 @@ def bake_once(tmp_path_factory):
         return cache[key]
 
     return _bake
+
+
+@pytest.fixture(scope="session")
+def winpy() -> wine_python.WindowsPython:
+    """Windows CPython 3.11 under Wine with the DirectML stack's Windows wheels (the tiers)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the Wine tiers run on Linux; a Windows host runs the whole suite natively")
+    return wine_python.setup()

@@ -77,6 +77,7 @@ ALWAYS = {
     "tests/test_cli.py",
     "tests/test_data.py",
     "tests/test_devices.py",
+    "tests/test_directml_device.py",
     "tests/test_directml_ops.py",
     "tests/test_docs.py",
     "tests/test_envcheck.py",

@@ -64,13 +64,6 @@ WINE_LIMITS: dict[str, str] = {
 ACCESS_VIOLATION = "Windows fatal exception: access violation"
 
 
-@pytest.fixture(scope="session")
-def winpy() -> wine_python.WindowsPython:
-    if not sys.platform.startswith("linux"):
-        pytest.skip("the Wine tier runs on Linux; a Windows host runs the whole suite natively")
-    return wine_python.setup()
-
-
 def bake_on_windows(winpy, out: Path, answers: dict, **run_options) -> wine_python.WineResult:
     out.mkdir(parents=True, exist_ok=True)
     args = ["-m", "cookiecutter", wine_python.winpath(TEMPLATE_DIR), "--no-input"]
