@@ -9,9 +9,9 @@ folder, or the folder named by the TEMPLATE_VENV environment variable. On Linux 
 about 5.6 GB (PyPI's torch for Linux brings its CUDA libraries); on Windows and macOS, where
 PyPI's torch is CPU-only, much less.
 
-What the tests cost, measured on a busy 2-core Linux machine: `quick` 7 to 13 minutes;
-`test` about 33 minutes and 11 GB of disk the first time, because it also installs the exact
-DirectML stack (about 3 GB, cached for later runs) and runs a baked project on it.
+What the tests cost, measured on a 2-core Linux machine: `test` about 22 minutes and 14 GB of
+disk the first time, because it also installs the exact DirectML stack and Windows CPython
+under Wine (cached for later runs) and runs baked projects on them.
 """
 
 from __future__ import annotations
@@ -100,9 +100,9 @@ def test(python: Path, arguments: list) -> int:
     """pytest with ``arguments``; says first what a run of the whole suite costs."""
     if not arguments:
         print(
-            "Running the whole test suite: about 33 minutes on a busy 2-core machine, and the "
-            "first time about 3 GB more for the DirectML stack. The fast path without it: "
-            "python dev.py quick",
+            "Running the whole test suite: about 22 minutes on a 2-core machine, and the first "
+            "time about 8 GB more for the DirectML stack and Windows CPython under Wine. The "
+            "fast path without the DirectML stack: python dev.py quick",
             flush=True,
         )
     started = time.monotonic()
