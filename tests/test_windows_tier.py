@@ -5,7 +5,8 @@ Windows and the Windows wheels of the DirectML stack, all cached between runs. E
 runs on that interpreter: cookiecutter and the hooks, the GPU scan through DXGI (Wine shows one
 adapter under Xvfb), PowerShell (a stub under Wine that prints nothing), torch 2.4.1 for
 Windows and the real torch_directml import failure (Wine has no DXCore), and consoles whose code
-page is not UTF-8. What Wine cannot show is DirectML itself: that needs a Windows machine.
+page is not UTF-8. DirectML itself runs in the DirectML tier (`test_directml_tier.py`), with a
+DXCore of the template's own; here the prefix has none, as a machine without DirectX 12.
 """
 
 from __future__ import annotations
