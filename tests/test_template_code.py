@@ -48,7 +48,7 @@ def quick_start() -> str:
 def test_the_quick_start_says_what_the_tests_cost_and_offers_the_fast_path():
     text = " ".join(quick_start().split())
     assert "python dev.py quick" in text and '`python dev.py test -m "not dml_stack"`' in text
-    assert "about 33 minutes" in text and "about 11 GB" in text  # the whole suite
+    assert "about 22 minutes" in text and "about 14 GB" in text  # the whole suite
     assert "about 5.6 GB on Linux" in text  # what the demo's .venv takes
 
 
@@ -66,5 +66,5 @@ def test_dev_py_quick_runs_the_suite_without_the_directml_stack(monkeypatch, cap
     assert calls[0][1:] == ["-m", "pytest", "-m", "not dml_stack", "-x"]
     assert dev.main(["test"]) == 0
     out = capsys.readouterr().out
-    assert "about 33 minutes" in out and "python dev.py quick" in out  # said before the wait
+    assert "about 22 minutes" in out and "python dev.py quick" in out  # said before the wait
     assert "Tests took" in out
