@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 # One table: (question, answer) -> paths that answer removes from the generated project.
@@ -23,6 +25,10 @@ OPTIONAL_PATHS = {
     ("github_actions", False): [".github"],
 }
 ANSWERS_FILE = ".cookiecutter.json"
+# Where the pre-generation hook set aside the prunable paths that existed before this bake.
+KEPT_FOLDER = ".lenet-template-kept"
+# The replay file the pre-generation hook writes when it refuses answers.
+REPLAY_FILE = "lenet-template-answers.json"
 
 
 def paths_to_remove(answers: dict) -> list:
@@ -30,16 +36,48 @@ def paths_to_remove(answers: dict) -> list:
     for (question, answer), removed in OPTIONAL_PATHS.items():
         if answers.get(question) == answer:
             paths.extend(removed)
-    return paths
+    return list(dict.fromkeys(paths))
+
+
+def remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
 
 
 def prune(project_dir: Path, answers: dict) -> None:
+    """Remove what this bake wrote for the options not chosen; a re-bake with cookiecutter -f
+    gets back, as they were, the files that were there before it (a user's own workflows,
+    editor settings, requirements.txt)."""
+    kept = project_dir / KEPT_FOLDER
     for relative in paths_to_remove(answers):
-        path = project_dir / relative
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
+        remove(project_dir / relative)
+        if os.path.lexists(kept / relative):
+            os.replace(kept / relative, project_dir / relative)
+    if os.path.lexists(kept):
+        shutil.rmtree(kept)
+
+
+def remove_used_replay_files(answers: dict) -> list:
+    """Delete the refusal's replay file once a bake has used its answers; returns the paths.
+
+    It holds the author's name and e-mail; the project's .cookiecutter.json now holds them.
+    A replay file with any other answer belongs to another project and stays.
+    """
+    folders = [answers.get("_output_dir"), tempfile.gettempdir()]
+    removed = []
+    for folder in filter(None, folders):
+        path = Path(folder) / REPLAY_FILE
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))["cookiecutter"]
+            used = all(answers.get(key) == value for key, value in saved.items())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if used and path not in removed:
             path.unlink()
+            removed.append(path)
+    return removed
 
 
 def public_answers(answers: dict) -> dict:
@@ -144,10 +182,16 @@ def main(answers: dict, project_dir: Path) -> int:
     try:
         prune(project_dir, answers)
         write_answers(project_dir, answers)
+        used_replay_files = remove_used_replay_files(answers)
     except OSError as error:
-        print(f"[warn] Could not finish tidying the project: {error}", file=sys.stderr)
+        used_replay_files = []
+        kept = project_dir / KEPT_FOLDER
+        where = f"; the files it had before this bake are in {kept}" if kept.exists() else ""
+        print(f"[warn] Could not finish tidying the project: {error}{where}", file=sys.stderr)
     stack = f"{answers['accelerator']}, Python {answers['python_version']}"
     print(f"\nCreated {project_dir.resolve()} ({stack}).")
+    for path in used_replay_files:
+        print(f"Removed {path}: its answers are now in the project's {ANSWERS_FILE}.")
     print("\nThis machine:")
     print(environment_report(project_dir, answers["package_name"]))
     print()

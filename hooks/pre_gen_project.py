@@ -5,6 +5,10 @@ so quotes, backslashes or code in an answer cannot change what this script does.
 
 When answers are refused, the good ones are saved as a cookiecutter replay file without the
 refused ones, so that `cookiecutter --replay-file` asks only those questions again.
+
+When the answers are accepted and the project folder already holds files the post-generation
+hook may prune (a re-bake with `cookiecutter -f`), copies of them are set aside first, so that
+the pruning removes only what this bake wrote.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import keyword
 import os
 import re
+import shutil
 import sys
 import tempfile
 import unicodedata
@@ -33,6 +38,10 @@ TEXT_QUESTIONS = ("project_name", "description", "author_name", "author_email")
 # of them is asked again, the answers it is derived from are asked again too.
 DERIVED_FROM = {"project_slug": "project_name", "package_name": "project_slug"}
 ANSWERS_FILE = "lenet-template-answers.json"
+# Every path post_gen_project.OPTIONAL_PATHS may remove (tests/test_hooks.py keeps them equal),
+# and the folder where this hook sets aside the ones that exist before cookiecutter writes.
+PRUNABLE_PATHS = (".github", ".run", ".vscode", "LICENSE", "environment.yml", "requirements.txt")
+KEPT_FOLDER = ".lenet-template-kept"
 
 # Python < 3.10 has no sys.stdlib_module_names: the names most likely to be chosen by accident.
 COMMON_STDLIB_NAMES = {
@@ -188,6 +197,43 @@ def check_author(answers: dict) -> list:
     return problems
 
 
+def template_choices(answers: dict) -> dict:
+    """Each choice question's allowed answers, from the template's own cookiecutter.json.
+
+    cookiecutter checks choices typed on its command line, but takes a replay file's answers
+    as they are: a hand-edited one reaches this hook unchecked.
+    """
+    context_file = Path(answers["_repo_dir"]) / "cookiecutter.json"
+    context = json.loads(context_file.read_text(encoding="utf-8"))
+    return {
+        question: [True, False] if isinstance(default, bool) else default
+        for question, default in context.items()
+        if not question.startswith("_") and isinstance(default, (list, bool))
+    }
+
+
+def spoken(value) -> str:
+    """An allowed answer as the user types it (JSON's true and false for yes/no questions)."""
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
+def check_choices(answers: dict) -> list:
+    problems = []
+    for question, allowed in template_choices(answers).items():
+        value = answers.get(question)
+        if any(type(value) is type(choice) and value == choice for choice in allowed):
+            continue
+        listed = ", ".join(spoken(choice) for choice in allowed[:-1])
+        listed = f"{listed} or {spoken(allowed[-1])}" if listed else spoken(allowed[-1])
+        problems.append(
+            Problem(
+                question,
+                f"The {question} answer {value!r} is not one of its answers: answer {listed}.",
+            )
+        )
+    return problems
+
+
 def check_python_version(answers: dict) -> list:
     accelerator = answers["accelerator"]
     stack = answers["_stacks"][accelerator]
@@ -224,12 +270,11 @@ def check_python_version(answers: dict) -> list:
 
 def validate(answers: dict) -> list:
     """Every problem with the answers, as Problem objects (empty when all are fine)."""
-    return (
-        check_text(answers)
-        + check_names(answers)
-        + check_author(answers)
-        + check_python_version(answers)
-    )
+    choices = check_choices(answers)
+    refused = {problem.question for problem in choices}
+    # The Python range depends on the accelerator: it can be checked only against a known one.
+    python = [] if "accelerator" in refused else check_python_version(answers)
+    return check_text(answers) + check_names(answers) + check_author(answers) + choices + python
 
 
 def questions_to_ask_again(problems: list) -> set:
@@ -328,13 +373,58 @@ def refusal_report(problems: list, answers: dict, replay_file, colour: bool = Fa
     return "\n".join(lines)
 
 
+def set_aside(project_dir: Path) -> list:
+    """Copy the prunable paths that exist before this bake into KEPT_FOLDER; returns them.
+
+    cookiecutter -f then overwrites them; the post-generation hook puts the copies back where
+    its pruning would otherwise delete a user's own files (workflows, editor settings).
+    """
+    present = [name for name in PRUNABLE_PATHS if os.path.lexists(project_dir / name)]
+    if not present:
+        return []
+    kept = project_dir / KEPT_FOLDER
+    kept.mkdir()
+    for name in present:
+        source, copy = project_dir / name, kept / name
+        if source.is_dir() and not source.is_symlink():
+            shutil.copytree(source, copy, symlinks=True)
+        else:
+            shutil.copy2(source, copy, follow_symlinks=False)
+    return present
+
+
+def keep_existing_files(project_dir: Path) -> int:
+    """Set aside the files a re-bake could prune; exit code 1 with a sentence when it cannot."""
+    kept = project_dir / KEPT_FOLDER
+    if os.path.lexists(kept):
+        print(
+            f"ERROR: {kept} holds files set aside by an earlier bake that did not finish: move "
+            "them back into the project folder (or delete that folder), then run cookiecutter "
+            "again. Nothing was generated.",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        set_aside(project_dir)
+    except OSError as error:
+        shutil.rmtree(kept, ignore_errors=True)
+        print(
+            f"ERROR: The files already in {project_dir} could not be set aside before "
+            f"cookiecutter overwrites them ({error}): free some disk space or fix the folder's "
+            "permissions, then run cookiecutter again. Nothing was generated.",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 def main(answers: dict, project_dir: Path) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     problems = validate(answers)
     if not problems:
-        return 0
+        return keep_existing_files(project_dir)
     replay_file = save_answers(answers, questions_to_ask_again(problems), project_dir)
     print(refusal_report(problems, answers, replay_file, use_colour(sys.stderr)), file=sys.stderr)
     return 1

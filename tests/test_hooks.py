@@ -31,6 +31,7 @@ def answers(**overrides) -> dict:
     context = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text("utf-8"))
     data["_stacks"] = context["_stacks"]
     data["_reserved_modules"] = context["_reserved_modules"]
+    data["_repo_dir"] = str(TEMPLATE_DIR)  # set by cookiecutter; the hook reads the choices there
     return data
 
 
@@ -92,6 +93,13 @@ def test_stdlib_names_are_reserved_on_the_running_python(pre_gen, monkeypatch):
 )
 def test_one_table_decides_which_paths_an_answer_removes(post_gen, overrides, removed):
     assert set(post_gen.paths_to_remove(answers(**overrides))) == removed
+
+
+def test_the_pre_generation_hook_sets_aside_every_path_the_pruning_may_remove(pre_gen, post_gen):
+    prunable = {path for paths in post_gen.OPTIONAL_PATHS.values() for path in paths}
+
+    assert set(pre_gen.PRUNABLE_PATHS) == prunable
+    assert pre_gen.KEPT_FOLDER == post_gen.KEPT_FOLDER
 
 
 def test_answers_file_is_a_replay_file_without_private_keys(post_gen, tmp_path):

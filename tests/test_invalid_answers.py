@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from conftest import TEMPLATE_DIR
 
 INVALID = {
     "empty name": (
@@ -159,3 +162,38 @@ def test_an_answer_outside_a_choice_is_refused(bake, question, answer):
 
     assert not baked.ok
     assert answer in str(baked.exception)
+
+
+# A replay file (the refusal's own, or .cookiecutter.json) edited by hand reaches the hooks
+# without cookiecutter checking its choices: the pre-generation hook checks each one.
+HAND_EDITED = {
+    "accelerator": ("tpu", "directml, cuda, xpu, rocm or cpu"),
+    "ide": ("emacs", "pycharm, vscode, both or none"),
+    "env_manager": ("pipenv", "conda or venv"),
+    "license": ("GPL", "MIT, BSD-3-Clause, Apache-2.0 or none"),
+    "github_actions": ("maybe", "true or false"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("question", HAND_EDITED)
+def test_a_hand_edited_replay_answer_outside_its_choices_is_refused(tmp_path, question):
+    from test_hooks import answers
+    from test_questions import cookiecutter_cli
+
+    value, choices = HAND_EDITED[question]
+    given = {k: v for k, v in answers(**{question: value}).items() if not k.startswith("_")}
+    replay = tmp_path / "edited.json"
+    replay.write_text(json.dumps({"cookiecutter": given}), encoding="utf-8")
+    out = tmp_path / "projects"
+
+    result = cookiecutter_cli("--replay-file", str(replay), "-o", str(out), str(TEMPLATE_DIR),
+                              home=tmp_path)  # fmt: skip
+    output = result.stdout + result.stderr
+
+    assert result.returncode != 0
+    sentence = f"The {question} answer {value!r} is not one of its answers: answer {choices}."
+    assert f"ERROR: {sentence}" in output
+    assert "KeyError" not in output and "could not be checked" not in output
+    assert not [p for p in out.iterdir() if p.is_dir()]  # no broken project
+    saved = json.loads((out / "lenet-template-answers.json").read_text("utf-8"))["cookiecutter"]
+    assert question not in saved  # the rerun asks it again, with its choices

@@ -114,3 +114,30 @@ def test_a_valid_slug_is_the_folder_name_exactly(bake):
 
     assert baked.ok, baked.output
     assert baked.path.name == "3d-digits-2"
+
+
+def test_a_rebake_with_f_keeps_the_users_own_files_that_the_new_answers_leave_out(tmp_path):
+    """cookiecutter -f overwrites the template's files; the pruning must not delete the user's."""
+    out = tmp_path / "projects"
+    first = cookiecutter_cli("--no-input", str(TEMPLATE_DIR), "-o", str(out), home=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    project = out / "lenet-on-directml"
+    mine = {  # made by the user: a workflow of their own, and files this bake's answers prune
+        ".github/workflows/release.yml": "name: release\n",
+        ".vscode/settings.json": '{"editor.fontSize": 15}\n',
+        "requirements.txt": "my-own-package==1.0\n",
+    }
+    for relative, text in mine.items():
+        (project / relative).parent.mkdir(parents=True, exist_ok=True)
+        (project / relative).write_text(text, encoding="utf-8")
+
+    again = cookiecutter_cli("--no-input", "-f", str(TEMPLATE_DIR), "-o", str(out),
+                             "github_actions=false", home=tmp_path)  # fmt: skip
+
+    assert again.returncode == 0, again.stderr[-3000:]
+    for relative, text in mine.items():
+        assert (project / relative).read_text(encoding="utf-8") == text, relative
+    assert (project / ".github/workflows/tests.yml").is_file()  # there before this bake
+    assert not (project / ".vscode/launch.json").exists()  # written by this bake, pruned
+    assert not (project / ".lenet-template-kept").exists()
+    assert (project / "environment.yml").is_file()
