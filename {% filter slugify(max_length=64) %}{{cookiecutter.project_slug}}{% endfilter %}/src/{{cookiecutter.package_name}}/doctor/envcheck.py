@@ -48,6 +48,9 @@ class Finding:
     status: str
     found: str
     fix: str = ""
+    # A stable name for what was found (codes.CODES): reports group a room's machines by it,
+    # so rewording a message never splits the statistics.
+    code: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -59,6 +62,21 @@ def _series(version: str) -> tuple[int, ...]:
 
 def _venv_create(version: str) -> str:
     return f"`py -{version} -m venv .venv` on Windows / `python{version} -m venv .venv` elsewhere"
+
+
+def _own_python(project: Project) -> str:
+    """How the project's environment gets the project's Python, whatever runs the generator."""
+    version = project.python_version
+    conda = f"`conda env create -f environment.yml` installs Python {version} into it"
+    venv = (
+        f"venv copies the Python that runs it, so install Python {version} (python.org) if "
+        f"this machine lacks it, then run {_venv_create(version)}"
+    )
+    if project.env_manager == "conda":
+        return f"{conda}."
+    if project.env_manager == "venv":
+        return f"{venv}."
+    return f"{conda} (conda); {venv} (venv)."
 
 
 def install_command(project: Project) -> str:
@@ -114,6 +132,7 @@ def check_python(
                 OK,
                 f"Python {version} ({pointer_bits}-bit) is supported for {project.accelerator} "
                 f"({supported}).",
+                code="PY-OK",
             )
         )
     elif hook:
@@ -124,7 +143,9 @@ def check_python(
                 f"The generator runs on Python {version}; {project.accelerator} needs "
                 f"{supported}. {project.python_note}",
                 f"Nothing to change in the project: its environment file asks for Python "
-                f"{project.python_version}. Do not install the project into this Python.",
+                f"{project.python_version}; {_own_python(project)} Do not install the project "
+                "into this Python.",
+                code="PY-GENERATOR-OTHER",
             )
         )
     else:
@@ -135,6 +156,7 @@ def check_python(
                 f"Python {version} is outside {supported} for {project.accelerator}. "
                 f"{project.python_note}",
                 _new_env_fix(project),
+                code="PY-UNSUPPORTED",
             )
         )
     if pointer_bits != 64:
@@ -145,6 +167,7 @@ def check_python(
                 f"This Python is {pointer_bits}-bit; PyTorch ships 64-bit wheels only.",
                 "Install a 64-bit Python (x86-64, or ARM64 where the stack has wheels) and "
                 "create the environment with it.",
+                code="PY-NOT-64BIT",
             )
         )
     if hook and tuple(version_info[:2]) != _series(project.python_version):
@@ -153,7 +176,8 @@ def check_python(
                 "Python",
                 OK,
                 f"The generator ran on Python {version}; the project's environment will use "
-                f"Python {project.python_version} (conda or venv creates its own interpreter).",
+                f"Python {project.python_version}: {_own_python(project)}",
+                code="PY-GENERATOR-ENV",
             )
         )
     return findings
@@ -180,7 +204,7 @@ def check_os(project: Project, info: OsInfo) -> list[Finding]:
         return _check_macos(project, info)
     if info.wsl == 1:
         if project.accelerator == "cpu":
-            return [Finding("OS", OK, f"{what}: the CPU build runs here.")]
+            return [Finding("OS", OK, f"{what}: the CPU build runs here.", code="OS-OK")]
         return [
             Finding(
                 "OS",
@@ -188,13 +212,14 @@ def check_os(project: Project, info: OsInfo) -> list[Finding]:
                 f"{what}: WSL 1 has no GPU access, so {project.accelerator} falls back to the CPU.",
                 "Convert the distribution to WSL 2: in Windows PowerShell `wsl -l -v`, then "
                 "`wsl --set-version <name> 2`.",
+                code="OS-WSL1",
             )
         ]
     if info.wsl == 2:
         return _check_wsl2(project, info)
     if info.is_linux:
         if not directml:
-            return [Finding("OS", OK, f"{what}.")]
+            return [Finding("OS", OK, f"{what}.", code="OS-OK")]
         return [
             Finding(
                 "OS",
@@ -203,6 +228,7 @@ def check_os(project: Project, info: OsInfo) -> list[Finding]:
                 f"uses {_fallback_on_linux(project, info.machine)}.",
                 "Nothing is needed to train on this machine. For DirectML, run the project on "
                 "Windows or in WSL2.",
+                code="OS-LINUX-NO-DIRECTML",
             )
         ]
     return [
@@ -211,6 +237,7 @@ def check_os(project: Project, info: OsInfo) -> list[Finding]:
             WARN,
             f"{what}: PyTorch publishes wheels for Windows, Linux and macOS only.",
             "Use Windows, Linux (or WSL2) or macOS on Apple Silicon.",
+            code="OS-UNSUPPORTED",
         )
     ]
 
@@ -220,7 +247,7 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
     build = info.windows_build
     findings = []
     if project.accelerator != "directml":
-        findings.append(Finding("OS", OK, f"{what}."))
+        findings.append(Finding("OS", OK, f"{what}.", code="OS-OK"))
     elif build is None:
         findings.append(
             Finding(
@@ -229,6 +256,7 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
                 f"{what}: the Windows build number could not be read.",
                 "Check it with `winver`: DirectML needs Windows 10 version 1709 (build 16299) "
                 "or later.",
+                code="OS-WINDOWS-BUILD-UNKNOWN",
             )
         )
     elif build < DIRECTML_MIN_BUILD:
@@ -239,11 +267,14 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
                 f"{what}: DirectML needs Windows 10 version 1709 (build {DIRECTML_MIN_BUILD}) or "
                 "later.",
                 "Update Windows (Settings > Windows Update) to Windows 10 22H2 or Windows 11.",
+                code="OS-WINDOWS-TOO-OLD",
             )
         )
     else:
         findings.append(
-            Finding("OS", OK, f"{what}: DirectML runs here (build {DIRECTML_MIN_BUILD}+).")
+            Finding(
+                "OS", OK, f"{what}: DirectML runs here (build {DIRECTML_MIN_BUILD}+).", code="OS-OK"
+            )
         )
     if project.accelerator == "directml" and info.machine.upper() in ("ARM64", "AARCH64"):
         findings.append(
@@ -253,6 +284,7 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
                 "This Python is ARM64; torch-directml publishes win_amd64 wheels only.",
                 "Install the x64 (AMD64) Python from python.org; Windows on ARM runs it "
                 "emulated. Then recreate the environment with it.",
+                code="OS-ARM64-PYTHON",
             )
         )
     return findings
@@ -261,7 +293,7 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
 def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
     what = info.describe()
     if project.accelerator == "cpu":
-        return [Finding("OS", OK, f"{what}: the CPU build runs here.")]
+        return [Finding("OS", OK, f"{what}: the CPU build runs here.", code="OS-OK")]
     missing = [
         path
         for path, present in (("/dev/dxg", info.dxg), ("/usr/lib/wsl/lib/libd3d12.so", info.d3d12))
@@ -276,6 +308,7 @@ def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
                 OK,
                 f"{what}: GPU access through /dev/dxg"
                 + (" and /usr/lib/wsl/lib/libd3d12.so." if info.d3d12 else "."),
+                code="OS-OK",
             )
         ]
     if info.windows_build is not None and info.windows_build < WINDOWS_11_BUILD:
@@ -297,6 +330,7 @@ def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
             f"{what}: {' and '.join(missing)} missing, so {project.accelerator} cannot reach the "
             "GPU and falls back to the CPU.",
             fix,
+            code="OS-WSL2-NO-GPU",
         )
     ]
 
@@ -313,10 +347,18 @@ def _check_macos(project: Project, info: OsInfo) -> list[Finding]:
                 "On an Apple Silicon Mac, install a native arm64 Python (python.org installer or "
                 "Miniforge) instead of an x86_64 one under Rosetta. On an Intel Mac, use Windows, "
                 "Linux or a hosted notebook instead.",
+                code="OS-INTEL-MAC",
             )
         ]
     if project.accelerator == "cpu":
-        return [Finding("OS", OK, f"{what}: the CPU build runs here; `--device mps` uses the GPU.")]
+        return [
+            Finding(
+                "OS",
+                OK,
+                f"{what}: the CPU build runs here; `--device mps` uses the GPU.",
+                code="OS-OK",
+            )
+        ]
     return [
         Finding(
             "OS",
@@ -324,6 +366,7 @@ def _check_macos(project: Project, info: OsInfo) -> list[Finding]:
             f"{what}: {'DirectML' if project.accelerator == 'directml' else 'CUDA'} does not "
             "exist on macOS; this project uses Apple's MPS backend (the Apple GPU) instead.",
             "Nothing to install: PyPI's torch for macOS includes MPS (macOS 12.3 or later).",
+            code="OS-MACOS-MPS",
         )
     ]
 
@@ -356,6 +399,7 @@ def _driver_findings(gpus: Iterable[Gpu], today: datetime.date) -> list[Finding]
                 f"{age.years(today):.0f} years old.",
                 f"Install the current driver with {where}. If the maker no longer updates this "
                 "GPU, the old driver is the last one; DirectML may then fail on some operators.",
+                code="DRIVER-OLD",
             )
         )
     return findings
@@ -386,13 +430,14 @@ def _cuda_driver_findings(project: Project, info: OsInfo, gpus: Iterable[Gpu]) -
                     f"the oldest that runs this project's CUDA {cuda} build of torch.",
                     f"Install NVIDIA driver {CUDA_MIN_DRIVER[cuda]} or newer "
                     f"({DRIVER_DOWNLOADS[NVIDIA]}; on Linux the distribution's packages).",
+                    code="DRIVER-TOO-OLD-FOR-CUDA",
                 )
             )
     return findings
 
 
 def _list_findings(gpus: Iterable[Gpu]) -> list[Finding]:
-    return [Finding("GPU", OK, gpu.describe()) for gpu in gpus]
+    return [Finding("GPU", OK, gpu.describe(), code="GPU-FOUND") for gpu in gpus]
 
 
 def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:
@@ -400,7 +445,14 @@ def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:
         return []
     seen = "; ".join(scan.problems)
     if have_gpus:
-        return [Finding("GPU", WARN, f"Part of the GPU query failed: {seen}.")]
+        return [
+            Finding(
+                "GPU",
+                WARN,
+                f"Part of the GPU query failed: {seen}.",
+                code="GPU-QUERY-PARTLY-FAILED",
+            )
+        ]
     return [
         Finding(
             "GPU",
@@ -408,6 +460,7 @@ def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:
             f"The GPUs could not be listed: {seen}.",
             "Look in Device Manager > Display adapters (Windows) or run `lspci | grep -i vga` "
             "(Linux); verify_install lists the devices PyTorch itself finds.",
+            code="GPU-QUERY-FAILED",
         )
     ]
 
@@ -438,6 +491,7 @@ def _check_windows_gpus(
                 f"A {gpu.vendor} GPU (PCI id 0x{gpu.device_id or 0:04x}) runs on '{gpu.name}': "
                 "its driver is not installed, so DirectX 12 cannot use it.",
                 f"Install the driver with {DRIVER_DOWNLOADS[gpu.vendor_id or -1]}, then restart.",
+                code="GPU-NO-DRIVER",
             )
         )
     accelerator = project.accelerator
@@ -455,11 +509,17 @@ def _check_windows_gpus(
                     "usually no GPU: run on the machine itself."
                     if accelerator != "cpu"
                     else "",
+                    code="GPU-SOFTWARE-ONLY",
                 )
             )
         elif not scan.problems and not no_driver:
             findings.append(
-                Finding("GPU", WARN if accelerator != "cpu" else OK, "No display adapter found.")
+                Finding(
+                    "GPU",
+                    WARN if accelerator != "cpu" else OK,
+                    "No display adapter found.",
+                    code="GPU-NONE",
+                )
             )
         return findings
     if accelerator == "directml":
@@ -474,6 +534,7 @@ def _check_windows_gpus(
                     "small as LeNet.",
                     f"Nothing to install. Compare with `python -m {project.package_name}.benchmark`"
                     " and train with `--device cpu` if the CPU is faster.",
+                    code="GPU-INTEGRATED-ONLY",
                 )
             )
         elif any(gpu.kind == INTEGRATED for gpu in hardware):
@@ -483,6 +544,7 @@ def _check_windows_gpus(
                     OK,
                     "Integrated and discrete GPUs: DirectML's device 0 is often the integrated "
                     "one; the project picks a discrete GPU by name (override with --device).",
+                    code="GPU-INTEGRATED-AND-DISCRETE",
                 )
             )
     elif accelerator == "cuda" and not any(gpu.vendor_id == NVIDIA for gpu in hardware):
@@ -493,6 +555,7 @@ def _check_windows_gpus(
                 "No NVIDIA GPU: the CUDA build of torch trains on the CPU here.",
                 "For an AMD, Intel or Qualcomm GPU on Windows, generate the project with "
                 "accelerator=directml.",
+                code="GPU-NO-NVIDIA",
             )
         )
     elif accelerator == "cpu":
@@ -502,6 +565,7 @@ def _check_windows_gpus(
                 OK,
                 "accelerator=cpu: these GPUs stay unused. Generate the project with "
                 "accelerator=directml (any DirectX 12 GPU) or cuda (NVIDIA) to train on one.",
+                code="GPU-UNUSED",
             )
         )
     findings += _driver_findings(hardware, today)
@@ -562,6 +626,7 @@ def _check_linux_gpus(
                     "Nothing to install: this older GPU is not supported by ROCm."
                     if gpu_stack
                     else "",
+                    code="GPU-AMD-LEGACY-DRIVER",
                 )
             )
         elif gpu.vendor_id == AMD:
@@ -572,6 +637,7 @@ def _check_linux_gpus(
                     f"{gpu.name}: AMD GPUs on Linux train through ROCm, which this project's torch "
                     "does not include, so training runs on the CPU.",
                     _rocm_fix(project),
+                    code="GPU-AMD-NO-ROCM-BUILD",
                 )
             )
         elif gpu.vendor_id == INTEL:
@@ -582,6 +648,7 @@ def _check_linux_gpus(
                     f"{gpu.name}: Intel GPUs on Linux train through PyTorch's XPU build, which "
                     "this project's torch is not, so training runs on the CPU.",
                     _xpu_fix(project),
+                    code="GPU-INTEL-NO-XPU-BUILD",
                 )
             )
     if not hardware and not scan.problems:
@@ -592,6 +659,7 @@ def _check_linux_gpus(
                     OK,
                     "WSL2 shares the Windows driver's GPUs through /dev/dxg; they have no "
                     "/sys/class/drm entry. verify_install lists what PyTorch finds.",
+                    code="GPU-WSL2-SHARED",
                 )
             )
         else:
@@ -607,6 +675,7 @@ def _check_linux_gpus(
                     "12 GPU (accelerator=directml)."
                     if gpu_stack
                     else "",
+                    code="GPU-NONE",
                 )
             )
     findings += _driver_findings([g for g in hardware if g.vendor_id == NVIDIA], today)
@@ -624,6 +693,7 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
                 "driver, so training runs on the CPU.",
                 "Install NVIDIA's driver (Ubuntu: `sudo ubuntu-drivers install`), reboot, and "
                 "check that `nvidia-smi` lists the GPU.",
+                code="GPU-NVIDIA-NO-DRIVER",
             )
         ]
     if gpu.driver == "" and gpu.source.startswith("/sys"):
@@ -633,10 +703,11 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
                 WARN,
                 f"{gpu.name} has no kernel driver loaded: CUDA cannot use it.",
                 "Install NVIDIA's driver (Ubuntu: `sudo ubuntu-drivers install`) and reboot.",
+                code="GPU-NVIDIA-NO-DRIVER",
             )
         ]
     if project.accelerator == "cuda":
-        return [Finding("GPU", OK, f"{gpu.name}: CUDA trains on it.")]
+        return [Finding("GPU", OK, f"{gpu.name}: CUDA trains on it.", code="GPU-CUDA-OK")]
     if project.accelerator == "directml" and x86:
         torch = project.pins.get("torch", "")
         return [
@@ -645,6 +716,7 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
                 OK,
                 f"{gpu.name}: PyPI's torch {torch} for Linux includes CUDA, so this project "
                 "trains on it through CUDA instead of DirectML.",
+                code="GPU-CUDA-OK",
             )
         ]
     return [
@@ -653,6 +725,7 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
             OK,
             f"accelerator={project.accelerator}: {gpu.name} stays unused; generate the project "
             "with accelerator=cuda to train on it.",
+            code="GPU-UNUSED",
         )
     ]
 
@@ -677,6 +750,7 @@ def check_environment_choice(
                 OK,
                 "The GPUs could not be listed, so no environment file is recommended over "
                 f"the default ({project.accelerator}).",
+                code="ENV-UNKNOWN",
             )
         ]
     best = recommend.recommend(info, scan.hardware)
@@ -694,6 +768,7 @@ def check_environment_choice(
                 OK,
                 f"Best for this machine: {best.stack} ({best.conda_file} or {best.pip_file}), "
                 f"which is {where}. {seen}.",
+                code="ENV-BEST",
             )
         ]
     if context == "hook" or not active:
@@ -707,6 +782,7 @@ def check_environment_choice(
             f"Best for this machine: {best.stack}, but {now}. {seen}.",
             f"Create the {best.stack} environment in the project folder. conda: {conda}. "
             f"venv: {venv}. Then select it as the interpreter and run verify_install again.",
+            code="ENV-OTHER-BEST",
         )
     ]
 
@@ -738,6 +814,7 @@ def run_checks(
                 FAIL,
                 f"project.json could not be read: {describe_error(error)}",
                 "Restore src/<package>/machinery/project.json from version control or regenerate.",
+                code="PROJECT-UNREADABLE",
             )
         ]
     state: dict = {"os": os_facts}
@@ -796,6 +873,7 @@ def run_checks(
                     WARN,
                     f"A check failed unexpectedly: {describe_error(error)}",
                     "Please report this output to the project's maintainers.",
+                    code="INTERNAL-ERROR",
                 )
             )
     return findings

@@ -2,6 +2,9 @@
 
     python -m <package>.verify_install            a table, a one-line verdict, the fixes
     python -m <package>.verify_install --json     the same as JSON, for scripts and instructors
+    python -m <package>.verify_install --markdown one machine's report to paste into an issue
+
+The JSON's fields and every finding's stable ``code`` are listed in docs/report.md.
 
 Steps: the standard-library environment checks (``envcheck``: Python, OS, GPUs and drivers);
 the installed torch / torchvision / torch-directml against the project's pins; the devices
@@ -23,18 +26,22 @@ from __future__ import annotations
 
 import argparse
 import copy
+import datetime
 import importlib
+import os
 import re
 import sys
 import time
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..machinery.cli import device_request, json_for, safe_console, write_out
+from ..machinery.cli import command, device_request, json_for, safe_console, write_out
 from ..machinery.project import Project, load_project, parse_version
 from . import envcheck, recommend, stepwise
 from .bounded import describe_error
+from .codes import SCHEMA_VERSION
 from .envcheck import FAIL, OK, WARN, Finding
 
 # The project's package: the doctor lives one level below it.
@@ -53,6 +60,9 @@ exit codes:
   {EXIT_BROKEN}  the install is broken: torch or a package the project needs is missing or fails
      to import, or the smoke test or the training step fails
   2  wrong command-line arguments
+  74 the report could not be written to stdout (a full disk); a reader that stops early
+     (| head) or a closed stdout changes none of the codes above
+  130 stopped with Ctrl+C
 """
 
 SMOKE_BATCH = 16
@@ -84,6 +94,7 @@ class Report:
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the check
     recommendation: dict[str, Any] | None = None  # the best environment file for this machine
     failed_step: dict[str, Any] | None = None  # the step a GPU fails, found one step at a time
+    created: str = field(default_factory=lambda: now_iso())  # when the report was made
 
     def lap(self, phase: str, since: float) -> float:
         """Record the seconds of ``phase`` since ``since``; returns now for the next lap."""
@@ -91,12 +102,17 @@ class Report:
         self.phases[phase] = round(now - since, 2)
         return now
 
-    def add(self, check: str, status: str, found: str, fix: str = "") -> None:
-        self.findings.append(Finding(check, status, found, fix))
+    def add(self, check: str, status: str, found: str, fix: str = "", code: str = "") -> None:
+        self.findings.append(Finding(check, status, found, fix, code))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "project": self.project,
+        """The --json document (docs/report.md): nothing personal, the home folder as "~"."""
+        project = {key: value for key, value in self.project.items() if key != "template_version"}
+        document = {
+            "schema_version": SCHEMA_VERSION,
+            "template_version": self.project.get("template_version", ""),
+            "created": self.created,
+            "project": project,
             "verdict": {
                 "exit_code": self.exit_code,
                 "status": VERDICTS.get(self.exit_code, "unknown"),
@@ -112,12 +128,46 @@ class Report:
             "fallback_operators": self.fallback_operators,
             "timing": self.timing,
             "python": sys.version.split()[0],
-            "executable": sys.executable,
+            "executable": private_path(sys.executable),
             "platform": envcheck.describe_platform(),
             "seconds": round(self.seconds, 2),
             "phases": self.phases,
             "recommendation": self.recommendation,
         }
+        return without_home(document)
+
+
+def now_iso() -> str:
+    """The local time with its UTC offset, to the second: '2026-12-01T19:02:11+01:00'."""
+    return datetime.datetime.now().astimezone().replace(microsecond=0).isoformat()
+
+
+def _home() -> str:
+    try:
+        return os.path.expanduser("~")
+    except Exception:  # no HOME and no password entry: nothing to hide
+        return ""
+
+
+def private_path(text: str, home: str | None = None) -> str:
+    """``text`` with the user's home folder (which holds the user's name) written as "~"."""
+    home = (_home() if home is None else home).rstrip("\\/")
+    if len(home) < 3:  # no home, or "/" itself: nothing personal to hide
+        return text
+    flags = re.IGNORECASE if os.name == "nt" else 0  # C:\Users\Ann is c:\users\ann
+    return re.sub(re.escape(home) + r"(?![\w.-])", "~", text, flags=flags)
+
+
+def without_home(value: Any, home: str | None = None) -> Any:
+    """Every string in ``value`` (a JSON document) with the home folder written as "~"."""
+    home = _home() if home is None else home
+    if isinstance(value, str):
+        return private_path(value, home)
+    if isinstance(value, dict):
+        return {key: without_home(item, home) for key, item in value.items()}
+    if isinstance(value, list):
+        return [without_home(item, home) for item in value]
+    return value
 
 
 # ------------------------------------------------------------------------------ packages
@@ -167,6 +217,7 @@ def check_packages(
                     status,
                     f"{name} is not installed (pinned: {pinned}): {why}.",
                     _install_fix(project),
+                    code="PKG-MISSING",
                 )
             )
         elif installed.split("+")[0] != pinned:
@@ -178,10 +229,13 @@ def check_packages(
                     f"{name} {installed} is installed; this project pins {pinned} "
                     f"({'older' if older else 'a different version'}: untested here).",
                     _install_fix(project),
+                    code="PKG-VERSION",
                 )
             )
         else:
-            findings.append(Finding(name, OK, f"{name} {installed} (pinned {pinned})."))
+            findings.append(
+                Finding(name, OK, f"{name} {installed} (pinned {pinned}).", code="PKG-OK")
+            )
     return findings, packages
 
 
@@ -210,6 +264,7 @@ def torch_import_finding(error: BaseException, project: Project) -> Finding:
             f"Run this with the project's environment ({_activate_hint(project)}; in PyCharm "
             "select it as the project interpreter). If it is the right one: "
             + _install_fix(project),
+            code="TORCH-NOT-IN-THIS-PYTHON",
         )
     if isinstance(error, OSError) and ("dll" in text.lower() or "WinError" in text):
         return Finding(
@@ -219,6 +274,7 @@ def torch_import_finding(error: BaseException, project: Project) -> Finding:
             "Install the Microsoft Visual C++ Redistributable (x64) from "
             "https://aka.ms/vs/17/release/vc_redist.x64.exe, open a new terminal and try again; "
             f"if it persists: `pip install --force-reinstall torch=={project.pins.get('torch')}`.",
+            code="TORCH-DLL",
         )
     return Finding(
         "torch",
@@ -227,6 +283,7 @@ def torch_import_finding(error: BaseException, project: Project) -> Finding:
         f"Reinstall it: `pip install --force-reinstall torch=={project.pins.get('torch')}`"
         + (f" --extra-index-url {project.index_url}" if project.index_url else "")
         + "; then run this check again.",
+        code="TORCH-IMPORT-FAILED",
     )
 
 
@@ -265,6 +322,7 @@ def project_import_finding(error: BaseException, project: Project) -> Finding:
             FAIL,
             f"A module of this project is missing: {describe_error(error)}.",
             "Restore the project's files from version control, or generate the project again.",
+            code="PROJECT-MODULE-MISSING",
         )
     if module:
         return Finding(
@@ -273,6 +331,7 @@ def project_import_finding(error: BaseException, project: Project) -> Finding:
             f"The project's code imports {module} (package {distribution_of(module)}), which "
             f"is not installed in this Python ({sys.executable}).",
             f"{requirements} (it installs {distribution_of(module)}); then run this check again.",
+            code="REQUIREMENT-MISSING",
         )
     return Finding(
         "Requirements",
@@ -280,6 +339,7 @@ def project_import_finding(error: BaseException, project: Project) -> Finding:
         f"The project's code fails to import: {describe_error(error)}.",
         "If you edited the file the error names, fix or undo that change. Otherwise: "
         f"{requirements}; then run this check again.",
+        code="PROJECT-IMPORT-FAILED",
     )
 
 
@@ -441,7 +501,7 @@ def _device_findings(report: Report, discovery: Any, project: Project) -> None:
         extra = ""
         if float64 is not None:
             extra = f", float64 {'supported' if float64 else 'NOT supported (keep float32)'}"
-        report.add("Device", OK, f"{option.label}: {option.name}{extra}.")
+        report.add("Device", OK, f"{option.label}: {option.name}{extra}.", code="DEVICE-FOUND")
         report.devices.append(
             {
                 "kind": option.kind,
@@ -468,11 +528,22 @@ def _device_findings(report: Report, discovery: Any, project: Project) -> None:
                 fix = _directml_fix(missing.reason, project, report.findings)
             elif missing.kind == "cuda":
                 fix = _cuda_fix(missing.reason, project, report.findings)
-            report.add("Device", status, f"{missing.kind} unavailable: {missing.reason}.", fix)
+            report.add(
+                "Device",
+                status,
+                f"{missing.kind} unavailable: {missing.reason}.",
+                fix,
+                code=f"DEVICE-UNAVAILABLE-{missing.kind.upper()}",
+            )
         else:
             absent.append(f"{missing.kind} ({missing.reason})")
     if absent:
-        report.add("Device", OK, f"Not on this machine or build: {'; '.join(absent)}.")
+        report.add(
+            "Device",
+            OK,
+            f"Not on this machine or build: {'; '.join(absent)}.",
+            code="DEVICE-NOT-HERE",
+        )
 
 
 def _has_fix(findings: Sequence[Finding], check: str) -> bool:
@@ -545,6 +616,7 @@ def run(request: str = "auto") -> Report:
             f"project.json could not be read: {describe_error(error)}.",
             "Restore src/<package>/machinery/project.json from version control, or generate "
             "the project again.",
+            code="PROJECT-UNREADABLE",
         )
         report.exit_code = EXIT_BROKEN
         report.verdict = "BROKEN: the project's own settings are missing."
@@ -560,6 +632,7 @@ def run(request: str = "auto") -> Report:
             "accelerator": project.accelerator,
             "default_accelerator": default,
             "pins": dict(project.pins),
+            "template_version": project.template_version,
         }
     )
     details: dict[str, Any] = {}
@@ -597,7 +670,12 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         since = report.lap("devices", since)
         _device_findings(report, discovery, project)
     except Exception as error:
-        report.add("Device", FAIL, f"Device discovery failed: {describe_error(error)}.")
+        report.add(
+            "Device",
+            FAIL,
+            f"Device discovery failed: {describe_error(error)}.",
+            code="DEVICE-DISCOVERY-FAILED",
+        )
         report.exit_code = EXIT_BROKEN
         report.verdict = "BROKEN: the devices could not be listed."
         return
@@ -605,7 +683,13 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
     try:
         chosen = devices.choose(request, discovery)
     except Exception as error:  # DeviceNotAvailable names what is available
-        report.add("Chosen", WARN, f"{describe_error(error)}", "Pick one of the available devices.")
+        report.add(
+            "Chosen",
+            WARN,
+            f"{describe_error(error)}",
+            "Pick one of the available devices.",
+            code="DEVICE-NOT-AVAILABLE",
+        )
         chosen, explicit = devices.choose("cpu", discovery), False
     report.chosen = {
         "label": chosen.label,
@@ -613,7 +697,7 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         "name": chosen.name,
         "device": str(chosen.device),
     }
-    report.add("Chosen", OK, f"{chosen.label} ({chosen.name}).")
+    report.add("Chosen", OK, f"{chosen.label} ({chosen.name}).", code="DEVICE-CHOSEN")
     accelerator = chosen.kind != "cpu"
     works = _numbers(report, torch, model.LeNet5, train, chosen.device, accelerator)
     report.lap("smoke test and timing", since)
@@ -636,10 +720,9 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         report.verdict = "WORKS: training runs on the CPU, as chosen."
     else:
         report.exit_code = EXIT_CPU_FALLBACK
-        why = "; the WARN lines above say why" if _has_status(report.findings, WARN) else ""
         report.verdict = (
             f"CPU FALLBACK: {project.accelerator} is not usable here, so training runs on the "
-            f"CPU (slower){why}."
+            "CPU (slower)."
         )
 
 
@@ -674,9 +757,10 @@ def _numbers(
             FAIL,
             summary,
             "Do not train on this device: use `--device cpu` and update the GPU driver.",
+            code="SMOKE-TEST-WRONG",
         )
         return False
-    report.add("Smoke test", OK, summary)
+    report.add("Smoke test", OK, summary, code="SMOKE-TEST-OK")
     try:
         operators, others, timing = training_step(torch, lenet, train, device, accelerator)
     except Exception as error:
@@ -693,11 +777,22 @@ def _numbers(
             "Each fallback copies tensors to the CPU and back in every step. The training code "
             "avoids them on DirectML (SGD with foreach=False, a lerp-free Adam): check that "
             "torch and torch-directml match the pins above and report the operators.",
+            code="CPU-FALLBACK-OPERATORS",
         )
     else:
-        report.add("CPU fallback", OK, "No operator of one training step fell back to the CPU.")
+        report.add(
+            "CPU fallback",
+            OK,
+            "No operator of one training step fell back to the CPU.",
+            code="CPU-FALLBACK-NONE",
+        )
     if others:
-        report.add("Warnings", WARN, "During the training step: " + " | ".join(others))
+        report.add(
+            "Warnings",
+            WARN,
+            "During the training step: " + " | ".join(others),
+            code="TRAIN-STEP-WARNINGS",
+        )
     device_ms = timing["device_ms"]
     if "cpu_ms" in timing:
         ratio = timing["cpu_ms"] / device_ms if device_ms > 0 else float("inf")
@@ -710,10 +805,20 @@ def _numbers(
             if ratio >= 1
             else "The CPU is faster for this small model here: "
             "`--device cpu` trains faster; larger batches favour the GPU.",
+            code="TIMING" if ratio >= 1 else "TIMING-CPU-FASTER",
         )
     else:
-        report.add("Timing", OK, f"One step of {STEP_BATCH} images: {device_ms:.1f} ms on the CPU.")
+        report.add(
+            "Timing",
+            OK,
+            f"One step of {STEP_BATCH} images: {device_ms:.1f} ms on the CPU.",
+            code="TIMING",
+        )
     return True
+
+
+def _failure_code(check: str) -> str:
+    return "SMOKE-TEST-ERROR" if check == "Smoke test" else "TRAIN-STEP-ERROR"
 
 
 def _add_failure(
@@ -727,6 +832,7 @@ def _add_failure(
             FAIL,
             f"{work} failed: {describe_error(error)}.",
             "Train with `--device cpu`; update the GPU driver.",
+            code=_failure_code(check),
         )
         return
     report.failed_step = {"during": check.lower(), **located.to_dict()}
@@ -736,7 +842,7 @@ def _add_failure(
             f"{work} failed: {describe_error(error)}. Run one step at a time, "
             f"{located.what} gave {located.error}."
         )
-    report.add(check, FAIL, found, located.fix())
+    report.add(check, FAIL, found, located.fix(), code=_failure_code(check))
 
 
 # ------------------------------------------------------------------------------- output
@@ -766,19 +872,75 @@ def exit_status(report: Report, cpu_fallback_ok: bool = False) -> int:
     return report.exit_code
 
 
-def render_text(report: Report, exit_code: int | None = None) -> str:
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: two for each wide (CJK) character."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _title(report: Report) -> str:
     project = report.project
     name, accelerator = project.get("name", "?"), project.get("accelerator", "?")
-    title = f"verify_install: {name} (accelerator: {accelerator})"
-    lines = [title, "=" * min(len(title), 100), envcheck.format_table(report.findings), ""]
+    return f"verify_install: {name} (accelerator: {accelerator})"
+
+
+def _verdict_line(report: Report) -> str:
+    """The verdict; in a printed report, a CPU fallback points at the WARN lines above it
+    (--json has no lines above, so its verdict does not)."""
+    verdict = report.verdict
+    if report.exit_code == EXIT_CPU_FALLBACK and _has_status(report.findings, WARN):
+        verdict = verdict.rstrip(".") + "; the WARN lines above say why."
+    return verdict
+
+
+def render_text(report: Report, exit_code: int | None = None) -> str:
+    title = _title(report)
+    underline = "=" * min(display_width(title), 100)
+    lines = [title, underline, envcheck.format_table(report.findings), ""]
     code = report.exit_code if exit_code is None else exit_code
-    lines.append(f"Verdict (exit {code}): {report.verdict}")
+    lines.append(f"Verdict (exit {code}): {_verdict_line(report)}")
     lines.append(can_go_on(report))
     fixes = envcheck.format_fixes(report.findings)
     if fixes:
         lines += ["", fixes]
     lines += ["", f"({report.seconds:.1f} s; `--json` for a machine-readable report)"]
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """Text for one cell of a Markdown table: no line breaks, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render_markdown(report: Report, exit_code: int | None = None) -> str:
+    """One machine's report to paste into an issue or a chat: the same findings, verdict and
+    fixes as the text, the system in one line, and nothing personal (no paths of the user)."""
+    code = report.exit_code if exit_code is None else exit_code
+    project = report.project
+    system = (
+        f"{envcheck.describe_platform()}, Python {sys.version.split()[0]}, template "
+        f"{project.get('template_version') or '?'}, schema {SCHEMA_VERSION}, {report.created}"
+    )
+    lines = [
+        f"### {_cell(_title(report))}",
+        "",
+        f"**Verdict (exit {code}):** {_cell(_verdict_line(report))}  ",
+        _cell(can_go_on(report)),
+        "",
+        "| status | check | code | found |",
+        "| --- | --- | --- | --- |",
+    ]
+    for finding in report.findings:
+        mark, code = envcheck.MARKS.get(finding.status, "??"), finding.code or "-"
+        lines.append(f"| {mark} | {_cell(finding.check)} | `{code}` | {_cell(finding.found)} |")
+    fixes = envcheck.format_fixes(report.findings, width=10_000)
+    if fixes:
+        lines += ["", "**Fixes**", ""]
+        lines += [
+            "1. " + line.split(". ", 1)[1] if line[:1] == " " else line
+            for line in fixes.splitlines()[1:]
+        ]
+    lines += ["", f"<sub>{_cell(system)}</sub>"]
+    return private_path("\n".join(lines))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -789,7 +951,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json", action="store_true", help="print the report as JSON (docs/report.md)"
+    )
+    output.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the report as Markdown, to paste into an issue or a chat (no personal paths)",
+    )
     parser.add_argument(
         "--cpu-fallback-ok",
         action="store_true",
@@ -807,6 +977,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     safe_console()
@@ -819,10 +990,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             FAIL,
             f"verify_install failed: {describe_error(error)}.",
             "Please report this output to the project's maintainers.",
+            code="INTERNAL-ERROR",
         )
         report.verdict = "BROKEN: verify_install itself failed."
     code = exit_status(report, args.cpu_fallback_ok)
-    write_out(json_for(sys.stdout, report.to_dict()) if args.json else render_text(report, code))
+    if args.json:
+        text = json_for(sys.stdout, report.to_dict())
+    elif args.markdown:
+        text = render_markdown(report, code)
+    else:
+        text = render_text(report, code)
+    write_out(text)
     return code
 
 

@@ -45,6 +45,7 @@ class Project:
     project_slug: str = ""  # the folder and the conda environment's name
     stacks: dict[str, dict] = field(default_factory=dict)  # every stack of the support table
     generated_for: str = ""  # the accelerator chosen at generation, once for_stack changed it
+    template_version: str = ""  # the version of the template the project was generated from
 
     @property
     def uses_default_stack(self) -> bool:
@@ -90,4 +91,5 @@ def load_project(path: Path = PROJECT_FILE) -> Project:
         env_manager=data.get("env_manager", ""),
         project_slug=data.get("project_slug", ""),
         stacks=dict(data.get("stacks", {})),
+        template_version=str(data.get("template_version", "")),
     )
