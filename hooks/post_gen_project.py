@@ -153,11 +153,13 @@ def next_steps(answers: dict, project_dir: Path) -> str:
         f"  python -m {package}.verify_install",
         f"  python -m {package}.train --dataset synthetic --epochs 1   (no download needed)",
         f"  python -m {package}.train",
-        "Put it under version control; pre-commit then checks every commit:",
+        "Put it under version control. pre-commit's first run downloads its checks (it needs",
+        "the network once; offline, leave out the two pre-commit lines until you are online);",
+        "after that it checks every commit, offline too:",
         "  git init",
-        "  pre-commit install",
         "  git add .",
         "  pre-commit run --all-files",
+        "  pre-commit install",
     ]
     if answers["ide"] in ("pycharm", "both"):
         env_file = "environment.yml" if answers["env_manager"] == "conda" else "requirements.txt"

@@ -56,6 +56,13 @@ def test_each_accelerator_choice_states_its_python_range():
         assert labels[accelerator].endswith(f"Python {python_range(accelerator)}")
 
 
+def test_the_folder_question_speaks_a_students_words():
+    prompt = CONTEXT["__prompts__"]["project_slug"]
+
+    assert prompt.startswith("Folder name")
+    assert not {"distribution", "slug", "ASCII"} & set(re.findall(r"\w+", prompt))
+
+
 def test_derived_questions_are_known_to_the_hook(tmp_path):
     """A question whose default uses an earlier answer is asked again together with it."""
     hook = load_hook("pre_gen_project", answers(), tmp_path)
@@ -122,6 +129,8 @@ def test_a_refused_answer_is_framed_and_the_rerun_asks_only_for_it(tmp_path):
     project = out / "ivan-s-digits"
     recorded = json.loads((project / ".cookiecutter.json").read_text("utf-8"))["cookiecutter"]
     assert (recorded["project_name"], recorded["python_version"]) == ("Ivan's digits", "3.12")
+    assert not replay_file.exists()  # the name and e-mail it held are in the project now
+    assert f"Removed {replay_file}" in again.stdout
 
 
 def test_the_answers_file_goes_to_the_temporary_folder_when_the_output_folder_is_removed(
@@ -172,3 +181,7 @@ def test_the_next_steps_are_the_readme_steps(bake, env_manager):
     missing = [c for c in commands if not c.startswith("cd ") and c not in readme]
     assert missing == []
     assert {"git init", "pre-commit install", "pre-commit run --all-files"} <= set(commands)
+    for name in ("README.md", "README.zh-CN.md"):  # offline, a commit must not be stuck
+        text = baked.read(name)
+        assert text.index("\npre-commit run --all-files") < text.index("\npre-commit install")
+        assert "git commit --no-verify" in text and "pre-commit uninstall" in text
