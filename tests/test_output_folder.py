@@ -141,3 +141,12 @@ def test_a_rebake_with_f_keeps_the_users_own_files_that_the_new_answers_leave_ou
     assert not (project / ".vscode/launch.json").exists()  # written by this bake, pruned
     assert not (project / ".lenet-template-kept").exists()
     assert (project / "environment.yml").is_file()
+
+
+def test_the_readme_says_what_a_rebake_with_f_replaces_and_keeps():
+    readme = " ".join((TEMPLATE_DIR / "README.md").read_text(encoding="utf-8").split())
+    paragraph = readme.split("(`cookiecutter -f`)**", 1)[1].split(" ## ", 1)[0]
+
+    assert "replacing your edits" in paragraph and "keeps the files" in paragraph
+    for path in (".github/", ".run/", ".vscode/", "LICENSE", "environment.yml", "requirements.txt"):
+        assert f"`{path}`" in paragraph

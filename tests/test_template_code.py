@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -40,30 +41,70 @@ def test_readme_stack_table_matches_the_support_table():
             assert f"{name} {version}" in row
 
 
-def quick_start() -> str:
-    readme = (TEMPLATE_DIR / "README.md").read_text(encoding="utf-8")
-    return readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-
-
-def test_the_quick_start_says_what_the_tests_cost_and_offers_the_fast_path():
-    text = " ".join(quick_start().split())
-    assert "python dev.py quick" in text and '`python dev.py test -m "not dml_stack"`' in text
-    assert "about 22 minutes" in text and "about 14 GB" in text  # the whole suite
-    assert "about 5.6 GB on Linux" in text  # what the demo's .venv takes
-
-
-def test_dev_py_quick_runs_the_suite_without_the_directml_stack(monkeypatch, capsys):
+def load_dev():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("dev", TEMPLATE_DIR / "dev.py")
     dev = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(dev)
+    return dev
+
+
+def readme_section(heading: str) -> str:
+    readme = (TEMPLATE_DIR / "README.md").read_text(encoding="utf-8")
+    return readme.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_starts_with_making_a_project():
+    readme = (TEMPLATE_DIR / "README.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", readme, re.M)
+    text = " ".join(readme_section("Make a project").split())
+
+    assert headings[0] == "Make a project"
+    assert headings.index("Make a project") < headings.index("Developing the template")
+    assert "cookiecutter gh:" in text and "pip install cookiecutter" in text
+    for part in ("What you need:", "What you get:", "How long it takes:"):
+        assert part in text
+    assert "dev.py" not in text  # the template's own development comes later
+
+
+def test_the_development_section_says_what_the_tests_cost_and_offers_the_fast_path():
+    text = " ".join(readme_section("Developing the template").split())
+    dev = load_dev()
+    assert "python dev.py quick" in text and "python dev.py demo" in text
+    assert f'`python dev.py test -m "{dev.QUICK_MARKERS}"`' in text
+    assert "about 22 minutes" in text and "about 14 GB" in text  # the whole suite
+    assert "about 5.6 GB on Linux" in text  # what the demo's .venv takes
+
+
+def test_quick_leaves_out_every_test_that_needs_wine_or_the_directml_stack():
+    dev = load_dev()
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", dev.QUICK_MARKERS],
+        cwd=TEMPLATE_DIR,
+        capture_output=True,
+        text=True,
+    ).stdout
+    skipped = ["test_windows_tier.py", "test_directml_tier.py", "test_dml_stack.py"]
+
+    assert "tests/test_options.py::" in collected
+    assert [name for name in skipped if f"tests/{name}::" in collected] == []
+    section = " ".join(readme_section("Developing the template").split())
+    quick_cell = section.split("| `python dev.py quick`", 1)[1].split(" | ", 1)[0]
+    for name in skipped:  # the README and dev.py say exactly what quick skips
+        assert f"`tests/{name}`" in quick_cell
+        assert f"tests/{name}" in dev.QUICK_SKIPS
+
+
+def test_dev_py_quick_runs_the_suite_without_wine_and_the_directml_stack(monkeypatch, capsys):
+    dev = load_dev()
     calls = []
     monkeypatch.setattr(dev, "ensure_environment", lambda: TEMPLATE_DIR / "python")
     done = SimpleNamespace(returncode=0)
     monkeypatch.setattr(dev.subprocess, "run", lambda command, **kw: calls.append(command) or done)
     assert dev.main(["quick", "-x"]) == 0
-    assert calls[0][1:] == ["-m", "pytest", "-m", "not dml_stack", "-x"]
+    assert calls[0][1:] == ["-m", "pytest", "-m", dev.QUICK_MARKERS, "-x"]
+    assert "Running the tests without the Windows tier" in capsys.readouterr().out
     assert dev.main(["test"]) == 0
     out = capsys.readouterr().out
     assert "about 22 minutes" in out and "python dev.py quick" in out  # said before the wait
