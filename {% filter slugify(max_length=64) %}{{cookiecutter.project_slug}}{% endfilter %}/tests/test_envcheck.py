@@ -335,21 +335,21 @@ def test_linux_nvidia_with_the_directml_stack_trains_through_cuda():
     assert "includes CUDA" in findings[1].found
 
 
-def test_linux_amd_gets_the_exact_rocm_command_for_the_pins():
+@pytest.mark.parametrize("accelerator", ["directml", "cuda"])
+def test_linux_amd_is_pointed_at_the_rocm_environment_the_environment_line_names(accelerator):
     gpu = Gpu("AMD GPU 0x73df", 0x1002, 0x73DF, 12 * 2**30, driver="amdgpu")
-    finding = only(linux_gpus(gpu), WARN)
-    assert "ROCm" in finding.found
-    assert "torch==2.4.1 torchvision==0.19.1" in finding.fix and "/whl/rocm6.1" in finding.fix
-    cuda_fix = only(linux_gpus(gpu, accelerator="cuda"), WARN).fix
-    assert "torch==2.14.1" in cuda_fix and "/whl/rocm" in cuda_fix
+    finding = only(linux_gpus(gpu, accelerator=accelerator), WARN)
+    assert "ROCm" in finding.found and finding.code == "GPU-AMD-NO-ROCM-BUILD"
+    assert "environments/rocm.txt" in finding.fix and "Environment fix" in finding.fix
+    assert "pip install" not in finding.fix  # never ROCm into another stack's environment
 
 
-def test_linux_intel_gets_the_xpu_build_and_only_a_note_for_the_cpu_stack():
-    gpu = Gpu("Intel GPU 0x56a0", 0x8086, 0x56A0, driver="i915")
-    assert "accelerator=cpu" in only(linux_gpus(gpu), WARN).fix
+def test_linux_intel_arc_is_pointed_at_the_xpu_environment_and_only_noted_for_the_cpu_stack():
+    gpu = Gpu("Intel GPU 0x56a0", 0x8086, 0x56A0, driver="i915")  # Arc A770
+    assert "environments/xpu.txt" in only(linux_gpus(gpu), WARN).fix
     findings = linux_gpus(gpu, accelerator="cpu")
     assert WARN not in statuses(findings)
-    assert "torch==2.14.1" in findings[-1].fix and "/whl/xpu" in findings[-1].fix
+    assert "environments/xpu.txt" in findings[-1].fix
 
 
 def test_linux_without_a_compute_gpu_names_the_display_controller():

@@ -7,8 +7,10 @@ import json
 import pytest
 
 from {{ cookiecutter.package_name }}.doctor import (
+    amd_linux,
     envcheck,
     gpu_linux,
+    recommend,
 )
 from {{ cookiecutter.package_name }}.doctor.bounded import (
     CommandResult,
@@ -160,18 +162,23 @@ def test_wsl2_has_no_cards_and_asks_nvidia_smi(tmp_path, tools):
     assert [name for name, _ in calls] == ["nvidia-smi", "nvidia-smi"]
 
 
-def test_an_amd_laptop_is_told_about_rocm_and_the_intel_igpu_about_xpu(drm, tools):
-    card(drm, "card0", 0x8086, 0x46A6, "i915")
+def test_an_amd_laptop_is_pointed_at_rocm_and_its_older_intel_igpu_at_nothing(drm, tools):
+    card(drm, "card0", 0x8086, 0x46A6, "i915")  # Alder Lake UHD: not an XPU GPU
     card(drm, "card1", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
     findings = envcheck.check_gpus(project(), LINUX, gpu_linux.scan(drm))
     fixes = " ".join(f.fix for f in findings if f.status == WARN)
-    assert "/whl/rocm6.1" in fixes and "/whl/xpu" in fixes
+    assert "environments/rocm.txt" in fixes and "xpu" not in fixes
+    assert "pip install" not in fixes  # the rocm environment, not ROCm into the directml one
+    intel = next(f for f in findings if f.code == "GPU-INTEL-NO-XPU-BUILD")
+    assert intel.status == OK and "not this one" in intel.found
 
 
 def test_an_old_radeon_driver_card_gets_no_rocm_advice(drm, tools):
     card(drm, "card0", 0x1002, 0x6798, "radeon")
-    (finding,) = [f for f in envcheck.check_gpus(project(), LINUX, gpu_linux.scan(drm)) if f.fix]
-    assert "'radeon'" in finding.found and "--index-url" not in finding.fix
+    findings = envcheck.check_gpus(project(), LINUX, gpu_linux.scan(drm))
+    legacy = next(f for f in findings if f.code == "GPU-AMD-LEGACY-DRIVER")
+    assert "'radeon'" in legacy.found
+    assert not [f for f in findings if "rocm" in f.fix.lower()]
 
 
 def test_a_cpu_project_on_a_machine_with_no_gpu_is_fine(drm, tools):
@@ -197,3 +204,166 @@ def test_names_from_nvidia_smi_and_sysfs_lose_nuls(drm, tools):
     )
     (gpu,) = gpu_linux.scan(drm, timeout=4).gpus
     assert (gpu.name, gpu.driver_version, gpu.driver) == ("GeForce GTX 470", "390.157", "nvidia")
+
+
+# ------------------------------------------------------------------ AMD: gfx targets, ROCm
+# The kernel's KFD topology as amdgpu writes it: node 0 is the CPU, node 1 the GPU. The
+# properties are those of an RX 6700 XT (Ubuntu 24.04, kernel 6.8), with the target and ids
+# of each family swapped in.
+
+KFD_CPU_NODE = """\
+cpu_cores_count 16
+simd_count 0
+mem_banks_count 1
+caches_count 0
+io_links_count 1
+p2p_links_count 0
+cpu_core_id_base 0
+simd_id_base 0
+max_waves_per_simd 0
+lds_size_in_kb 0
+gds_size_in_kb 0
+num_gws 0
+wave_front_size 0
+array_count 0
+gfx_target_version 0
+vendor_id 0
+device_id 0
+location_id 0
+domain 0
+drm_render_minor 0
+hive_id 0
+num_sdma_engines 0
+"""
+KFD_GPU_NODE = """\
+cpu_cores_count 0
+simd_count 80
+mem_banks_count 1
+caches_count 125
+io_links_count 1
+p2p_links_count 0
+cpu_core_id_base 0
+simd_id_base 2147487744
+max_waves_per_simd 16
+lds_size_in_kb 64
+gds_size_in_kb 0
+num_gws 64
+wave_front_size 32
+array_count 4
+simd_arrays_per_engine 2
+cu_per_simd_array 10
+simd_per_cu 2
+max_slots_scratch_cu 32
+gfx_target_version {version}
+vendor_id 4098
+device_id {device}
+location_id 768
+domain 0
+drm_render_minor {minor}
+hive_id 0
+num_sdma_engines 2
+num_sdma_xgmi_engines 0
+num_sdma_queues_per_engine 8
+num_cp_queues 8
+max_engine_clk_fcompute 2855
+local_mem_size 0
+fw_version 115
+capability 671588992
+debug_prop 1495
+sdma_fw_version 80
+unique_id 2723742362512541190
+num_xcc 1
+max_engine_clk_ccompute 3800
+"""
+# (GPU, PCI device id, gfx_target_version, target, ROCm support, override)
+AMD_FAMILIES = [
+    ("RX 6800 XT (RDNA2, Navi 21)", 0x73BF, 100300, "gfx1030", "supported", ""),
+    ("RX 6700 XT (RDNA2, Navi 22)", 0x73DF, 100301, "gfx1031", "override", "10.3.0"),
+    ("RX 6600 (RDNA2, Navi 23)", 0x73FF, 100302, "gfx1032", "override", "10.3.0"),
+    ("Radeon 780M (RDNA3 iGPU, Phoenix)", 0x15BF, 110003, "gfx1103", "override", "11.0.0"),
+    ("RX 7900 XTX (RDNA3, Navi 31)", 0x744C, 110000, "gfx1100", "supported", ""),
+    ("RX 9070 XT (RDNA4, Navi 48)", 0x7550, 120001, "gfx1201", "supported", ""),
+    ("Instinct MI210 (CDNA2)", 0x740F, 90010, "gfx90a", "supported", ""),
+    ("RX 5700 XT (RDNA1, Navi 10)", 0x731F, 100100, "gfx1010", "unsupported", ""),
+    ("RX 580 (Polaris)", 0x67DF, 80003, "gfx803", "unsupported", ""),
+    ("Radeon Graphics of a Ryzen 7 5700G (Vega)", 0x1638, 90012, "gfx90c", "unsupported", ""),
+]  # fmt: skip
+
+
+def kfd_node(drm, number, text):
+    """<tmp>/sys/class/kfd/kfd/topology/nodes/<number>/properties beside the fake drm tree."""
+    folder = drm.parent / "kfd" / "kfd" / "topology" / "nodes" / str(number)
+    folder.mkdir(parents=True)
+    (folder / "properties").write_text(text)
+
+
+def amd_machine(drm, device, version, minor=128, dev=("kfd", "dri/renderD128")):
+    card(drm, "card1", 0x1002, device, "amdgpu", vram=12 * 2**30)
+    kfd_node(drm, 0, KFD_CPU_NODE)
+    kfd_node(drm, 1, KFD_GPU_NODE.format(version=version, device=device, minor=minor))
+    system = drm.parents[2]
+    for name in dev:
+        (system / "dev" / name).parent.mkdir(parents=True, exist_ok=True)
+        (system / "dev" / name).write_text("")
+
+
+@pytest.mark.parametrize("family", AMD_FAMILIES, ids=[f[0] for f in AMD_FAMILIES])
+def test_each_amd_family_is_read_from_the_kfd_topology_and_judged_for_rocm(drm, tools, family):
+    name, device, version, target, support, override = family
+    amd_machine(drm, device, version)
+
+    scan = gpu_linux.scan(drm)
+    (gpu,) = scan.gpus
+    assert (gpu.gfx_target, gpu.render_node) == (target, "/dev/dri/renderD128")
+    assert target in gpu.describe() and scan.denied == []
+    findings = envcheck.check_gpus(project("rocm"), LINUX, scan)
+    judged = [f for f in findings if f.code.startswith("GPU-AMD-ROCM-")]
+    assert [f.code for f in judged] == [f"GPU-AMD-ROCM-{support.upper()}"]
+    if support == "override":
+        assert f"HSA_OVERRIDE_GFX_VERSION={override}`" in judged[0].fix
+        assert "unofficial" in judged[0].found.lower() + judged[0].fix.lower()
+        assert "invalid device function" in judged[0].found
+    elif support == "unsupported":
+        assert "HSA_OVERRIDE" not in judged[0].fix and "cpu environment" in judged[0].fix
+    else:
+        assert judged[0].status == OK and not judged[0].fix
+    best = recommend.recommend(LINUX, scan.hardware)
+    assert best.stack == ("cpu" if support == "unsupported" else "rocm")
+    assert best.gpu == gpu  # the advice names the GPU either way
+
+
+def test_gfx_target_versions_are_named_as_rocm_names_them():
+    names = {100301: "gfx1031", 90010: "gfx90a", 90012: "gfx90c", 110003: "gfx1103",
+             120001: "gfx1201", 80003: "gfx803", 90402: "gfx942"}  # fmt: skip
+    assert {version: amd_linux.gfx_name(version) for version in names} == names
+
+
+def test_a_user_outside_the_render_group_is_told_which_group_to_join(drm, tools, monkeypatch):
+    amd_machine(drm, 0x73DF, 100301)
+    monkeypatch.setattr(amd_linux, "_can_open", lambda path: path.name != "kfd")
+    monkeypatch.setattr(amd_linux, "_group_of", lambda path: "render")
+
+    scan = gpu_linux.scan(drm)
+    findings = envcheck.check_gpus(project("rocm"), LINUX, scan)
+
+    (denied,) = [f for f in findings if f.code == "GPU-AMD-NO-ACCESS"]
+    assert denied.status == WARN and "/dev/kfd (group render)" in denied.found
+    assert "renderD128" not in denied.found  # that one opens
+    assert "`sudo usermod -aG render,video $USER`" in denied.fix and "log out" in denied.fix
+    assert not [f for f in envcheck.check_gpus(project("cpu"), LINUX, scan) if f.code == denied.code]
+
+
+def test_a_machine_without_dev_kfd_is_told_that_rocm_finds_no_gpu(drm, tools):
+    amd_machine(drm, 0x744C, 110000, dev=("dri/renderD128",))  # a container without --device
+    findings = envcheck.check_gpus(project("rocm"), LINUX, gpu_linux.scan(drm))
+    (missing,) = [f for f in findings if f.code == "GPU-AMD-NO-ACCESS"]
+    assert "/dev/kfd does not exist" in missing.found and "--device=/dev/kfd" in missing.fix
+
+
+def test_an_amd_card_without_a_kfd_node_has_no_target_and_no_judgement(drm, tools):
+    card(drm, "card0", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
+    scan = gpu_linux.scan(drm)
+    assert scan.gpus[0].gfx_target == ""
+    codes = [f.code for f in envcheck.check_gpus(project("rocm"), LINUX, scan)]
+    assert not [code for code in codes if code.startswith("GPU-AMD-ROCM-")]
+    assert recommend.recommend(LINUX, scan.hardware).stack == "rocm"

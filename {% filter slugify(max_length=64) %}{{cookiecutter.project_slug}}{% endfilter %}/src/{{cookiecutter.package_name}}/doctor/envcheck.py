@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Sequence
 
 from ..machinery.cli import clean_name
 from ..machinery.project import Project, load_project
-from . import gpu_linux, gpu_windows, os_info, recommend
+from . import amd_linux, gpu_linux, gpu_windows, os_info, recommend
 from .bounded import describe_error
 from .drivers import driver_age, nvidia_branch
 from .gpus import AMD, INTEGRATED, INTEL, NVIDIA, QUALCOMM, Gpu, GpuScan
@@ -226,8 +226,8 @@ def check_os(project: Project, info: OsInfo) -> list[Finding]:
                 WARN,
                 f"{what}: DirectML runs only on Windows 10/11 and in WSL2. Here the project "
                 f"uses {_fallback_on_linux(project, info.machine)}.",
-                "Nothing is needed to train on this machine. For DirectML, run the project on "
-                "Windows or in WSL2.",
+                "For DirectML, run the project on Windows or in WSL2. On this machine, train "
+                "in the environment the Environment line names.",
                 code="OS-LINUX-NO-DIRECTML",
             )
         ]
@@ -476,6 +476,31 @@ def check_gpus(
     return []
 
 
+# Radeon RX 7000 (RDNA3) and RX 9000 (RDNA4): the GPUs of AMD's ROCm preview for Windows.
+_RDNA3_4_NAME = re.compile(r"\bRX\s*[79]\d{3}\b", re.IGNORECASE)
+_RDNA3_4_IDS = {0x744C, 0x7448, 0x747E, 0x7480, 0x7550, 0x7551, 0x7590}
+
+
+def _windows_rocm_preview(gpus: Iterable[Gpu]) -> list[Finding]:
+    """A note, never a default: AMD's own ROCm packages for Windows are a preview."""
+    findings = []
+    for gpu in gpus:
+        rdna = gpu.vendor_id == AMD and gpu.kind != INTEGRATED
+        if rdna and (_RDNA3_4_NAME.search(gpu.name) or gpu.device_id in _RDNA3_4_IDS):
+            findings.append(
+                Finding(
+                    "GPU",
+                    OK,
+                    f"{gpu.name}: AMD also publishes its own ROCm builds of PyTorch for Windows "
+                    "on RDNA3/4 (one multi-arch index, the GPU chosen by an extra such as "
+                    '`torch[device-gfx1100]`), but as a preview, "not yet stable for production '
+                    "use\"; this project's Windows stack for Radeon stays directml.",
+                    code="GPU-WINDOWS-ROCM-PREVIEW",
+                )
+            )
+    return findings
+
+
 def _check_windows_gpus(
     project: Project, info: OsInfo, scan: GpuScan, today: datetime.date
 ) -> list[Finding]:
@@ -495,6 +520,7 @@ def _check_windows_gpus(
             )
         )
     accelerator = project.accelerator
+    findings += _windows_rocm_preview(hardware)
     if not hardware:
         software = [gpu.name for gpu in scan.software if gpu not in no_driver]
         if software:
@@ -573,35 +599,105 @@ def _check_windows_gpus(
     return findings
 
 
-def _rocm_fix(project: Project) -> str:
-    torch, vision = project.pins.get("torch", ""), project.pins.get("torchvision", "")
-    if project.accelerator == "directml":
-        return (
-            f"Install PyTorch's ROCm build of the same versions: `pip install torch=={torch} "
-            f"torchvision=={vision} --index-url {PYTORCH_INDEX}/rocm6.1`. ROCm supports recent "
-            "Radeon RX/PRO and Instinct GPUs (see AMD's ROCm compatibility list)."
-        )
-    return (
-        f"Install PyTorch's ROCm build: `pip install torch=={torch} torchvision=={vision} "
-        f"--index-url {PYTORCH_INDEX}/rocm<version>` with the ROCm version pytorch.org/get-started "
-        f"lists for torch {torch}. ROCm supports recent Radeon RX/PRO and Instinct GPUs."
-    )
+def _stack_files(stack: str) -> str:
+    return f"environments/{stack}.txt (venv) or environments/{stack}.yml (conda)"
 
 
-def _xpu_fix(project: Project) -> str:
-    torch, vision = project.pins.get("torch", ""), project.pins.get("torchvision", "")
-    if project.accelerator == "directml":
+def _backend_fix(project: Project, stack: str, best: str) -> str:
+    """The fix of an AMD or Intel GPU line whose stack (rocm, xpu) this torch is not: the
+    environment of that stack, the same one the Environment line recommends."""
+    pins = project.stacks.get(stack, {}).get("pins", {})
+    torch = f" torch {pins['torch']}" if "torch" in pins else ""
+    what = {"rocm": "ROCm", "xpu": "XPU"}[stack]
+    if best == stack:
         return (
-            f"torch-directml pins torch {torch}, which has no XPU support (it came with 2.5), "
-            "so no install into this project's environment can add it. For Intel's XPU "
-            "backend (Arc and Core Ultra graphics), generate a new project with "
-            "accelerator=cpu and install PyTorch's XPU build of the torch it pins, from "
-            f"{PYTORCH_INDEX}/xpu."
+            f"Use the {stack} environment, as the Environment fix says: it installs PyTorch's "
+            f"{what} build{torch} ({_stack_files(stack)})."
         )
-    return (
-        f"Install PyTorch's XPU build: `pip install torch=={torch} torchvision=={vision} "
-        f"--index-url {PYTORCH_INDEX}/xpu`. XPU supports Arc and Core Ultra graphics."
-    )
+    return ""
+
+
+def _amd_support_findings(project: Project, gpu: Gpu) -> list[Finding]:
+    """Whether the pinned ROCm build runs this GPU's gfx target, and the override if one does."""
+    targets = project.stacks.get("rocm", {}).get("gfx_targets") or amd_linux.supported_targets()
+    support = amd_linux.rocm_support(gpu.gfx_target, targets)
+    rocm = project.stacks.get("rocm", {}).get("label", "PyTorch's ROCm build")
+    if support.status == amd_linux.SUPPORTED:
+        return [
+            Finding(
+                "GPU",
+                OK,
+                f"{gpu.name}: {gpu.gfx_target} is one of the GPU targets of {rocm}.",
+                code="GPU-AMD-ROCM-SUPPORTED",
+            )
+        ]
+    if support.status == amd_linux.OVERRIDE:
+        return [
+            Finding(
+                "GPU",
+                WARN if project.accelerator != "cpu" else OK,
+                f"{gpu.name}: {gpu.gfx_target} is not one of the GPU targets of {rocm}; without "
+                "an override the first kernel fails with 'HIP error: invalid device function'. "
+                f"Its close relative {support.close} runs it: unofficial, AMD does not support it.",
+                f"In the rocm environment, before training: `export HSA_OVERRIDE_GFX_VERSION="
+                f"{support.override}` (add the line to ~/.bashrc, or set it in the run "
+                "configuration's environment variables). Unofficial: if verify_install's smoke "
+                "test still fails, train with `--device cpu`.",
+                code="GPU-AMD-ROCM-OVERRIDE",
+            )
+        ]
+    if support.status == amd_linux.UNSUPPORTED:
+        return [
+            Finding(
+                "GPU",
+                WARN if project.accelerator == "rocm" else OK,
+                f"{gpu.name}: {gpu.gfx_target} is not one of the GPU targets of {rocm}, and no "
+                "close supported target runs it: ROCm fails at the first kernel ('invalid device "
+                "function'), so this GPU cannot train.",
+                f"Train on the CPU: the cpu environment runs here ({_stack_files('cpu')})."
+                if project.accelerator == "rocm"
+                else "",
+                code="GPU-AMD-ROCM-UNSUPPORTED",
+            )
+        ]
+    return []
+
+
+def _access_findings(project: Project, scan: GpuScan) -> list[Finding]:
+    """/dev/kfd and the render nodes: ROCm sees no GPU where this user cannot open them."""
+    if project.accelerator == "cpu" or not scan.denied:
+        return []
+    missing = [access.path for access in scan.denied if access.missing]
+    denied = [access for access in scan.denied if not access.missing]
+    findings = []
+    if denied:
+        names = ", ".join(
+            f"{access.path} (group {access.group})" if access.group else access.path
+            for access in denied
+        )
+        findings.append(
+            Finding(
+                "GPU",
+                WARN,
+                f"This user cannot open {names}: ROCm then finds no GPU and torch trains on the "
+                "CPU.",
+                amd_linux.join_groups_fix(denied),
+                code="GPU-AMD-NO-ACCESS",
+            )
+        )
+    if missing:
+        findings.append(
+            Finding(
+                "GPU",
+                WARN,
+                f"{' and '.join(missing)} does not exist: the amdgpu driver's compute interface "
+                "is not there, so ROCm finds no GPU.",
+                "Use the distribution's kernel with the amdgpu driver (not a virtual machine); in "
+                "a container, pass `--device=/dev/kfd --device=/dev/dri`.",
+                code="GPU-AMD-NO-ACCESS",
+            )
+        )
+    return findings
 
 
 def _check_linux_gpus(
@@ -612,7 +708,9 @@ def _check_linux_gpus(
     findings += _problem_findings(scan, bool(hardware))
     accelerator = project.accelerator
     gpu_stack = accelerator != "cpu"
+    best = recommend.recommend(info, hardware).stack
     x86 = info.machine.lower() in ("x86_64", "amd64")
+    amdgpu = False
     for gpu in hardware:
         if gpu.vendor_id == NVIDIA:
             findings += _linux_nvidia(project, gpu, x86)
@@ -624,33 +722,49 @@ def _check_linux_gpus(
                     f"{gpu.name} runs on the legacy 'radeon' kernel driver: ROCm needs 'amdgpu', "
                     "so training runs on the CPU.",
                     "Nothing to install: this older GPU is not supported by ROCm."
-                    if gpu_stack
+                    if gpu_stack and best == accelerator
                     else "",
                     code="GPU-AMD-LEGACY-DRIVER",
                 )
             )
         elif gpu.vendor_id == AMD:
-            findings.append(
-                Finding(
-                    "GPU",
-                    WARN if gpu_stack else OK,
-                    f"{gpu.name}: AMD GPUs on Linux train through ROCm, which this project's torch "
-                    "does not include, so training runs on the CPU.",
-                    _rocm_fix(project),
-                    code="GPU-AMD-NO-ROCM-BUILD",
+            amdgpu = True
+            support = _amd_support_findings(project, gpu)
+            findings += support
+            runs = not any(f.code == "GPU-AMD-ROCM-UNSUPPORTED" for f in support)
+            if accelerator != "rocm" and runs:
+                fix = _backend_fix(project, "rocm", best)
+                findings.append(
+                    Finding(
+                        "GPU",
+                        WARN if gpu_stack and fix else OK,
+                        f"{gpu.name}: AMD GPUs on Linux train through ROCm, which this "
+                        "environment's torch does not include"
+                        + (", so training runs on the CPU." if gpu_stack else "."),
+                        fix,
+                        code="GPU-AMD-NO-ROCM-BUILD",
+                    )
                 )
-            )
-        elif gpu.vendor_id == INTEL:
+        elif gpu.vendor_id == INTEL and accelerator != "xpu":
+            fix = _backend_fix(project, "xpu", best) if recommend.is_intel_arc(gpu) else ""
             findings.append(
                 Finding(
                     "GPU",
-                    WARN if gpu_stack else OK,
+                    WARN if gpu_stack and fix else OK,
                     f"{gpu.name}: Intel GPUs on Linux train through PyTorch's XPU build, which "
-                    "this project's torch is not, so training runs on the CPU.",
-                    _xpu_fix(project),
+                    "this environment's torch is not"
+                    + (", so training runs on the CPU." if gpu_stack else ".")
+                    + (
+                        ""
+                        if recommend.is_intel_arc(gpu)
+                        else " The XPU build supports Arc and Core Ultra graphics, not this one."
+                    ),
+                    fix,
                     code="GPU-INTEL-NO-XPU-BUILD",
                 )
             )
+    if amdgpu and (accelerator == "rocm" or best == "rocm"):
+        findings += _access_findings(project, scan)
     if not hardware and not scan.problems:
         if info.wsl == 2 and info.dxg:
             findings.append(
@@ -665,16 +779,26 @@ def _check_linux_gpus(
         else:
             display = [gpu.name for gpu in scan.gpus if gpu not in hardware]
             seen = f" (display only: {', '.join(display)})" if display else ""
+            if not gpu_stack:
+                fix = ""
+            elif best != accelerator:
+                fix = (
+                    f"Train on the CPU with the {best} environment, as the Environment fix says. "
+                    "For GPU training, use a machine with an NVIDIA GPU (the cuda environment), "
+                    "or Windows with any DirectX 12 GPU (the directml environment)."
+                )
+            else:
+                fix = (
+                    "Nothing to install: the CPU trains, only slower. For GPU training use a "
+                    "machine with an NVIDIA GPU (accelerator=cuda), or Windows with any DirectX "
+                    "12 GPU (accelerator=directml)."
+                )
             findings.append(
                 Finding(
                     "GPU",
                     WARN if gpu_stack else OK,
                     f"No GPU for compute found{seen}: training runs on the CPU.",
-                    "Nothing to install: the CPU trains, only slower. For GPU training use a "
-                    "machine with an NVIDIA GPU (accelerator=cuda), or Windows with any DirectX "
-                    "12 GPU (accelerator=directml)."
-                    if gpu_stack
-                    else "",
+                    fix,
                     code="GPU-NONE",
                 )
             )
@@ -842,7 +966,8 @@ def run_checks(
         info, scan = state["os"], state.get("scan")
         if info is None or scan is None:
             return []
-        active = None if context == "hook" else recommend.installed_stack()
+        slug = project.project_slug
+        active = None if context == "hook" else recommend.active_stack(project.stacks, slug)
         if details is not None and (scan.hardware or not scan.problems):
             best = recommend.recommend(info, scan.hardware)
             python = recommend.python_for(
@@ -852,6 +977,7 @@ def run_checks(
             details["recommendation"] = {
                 **best.to_dict(slug, python, info.is_windows),
                 "active": active or project.accelerator,
+                "system": recommend.system_of(info),
                 "active_known": active is not None,
                 "gpus": [gpu.to_dict() for gpu in scan.hardware],
             }

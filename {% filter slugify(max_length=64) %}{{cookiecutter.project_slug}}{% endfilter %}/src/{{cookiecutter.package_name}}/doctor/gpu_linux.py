@@ -16,6 +16,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from . import amd_linux
 from .bounded import CommandResult, describe_error, run_command
 from .gpus import AMD, NVIDIA, Gpu, GpuScan, vendor_name
 
@@ -159,7 +160,26 @@ def _named(cards: list[Gpu], named: list[Gpu]) -> list[Gpu]:
     ]
 
 
+def with_gfx_targets(amd: list[Gpu], nodes: list[amd_linux.KfdNode]) -> list[Gpu]:
+    """Give each AMD card the gfx target and render node of its KFD node: matched by PCI
+    device id, else in order when the counts agree."""
+    nodes = [node for node in nodes if node.vendor_id in (None, AMD)]
+    by_id = {node.device_id: node for node in nodes if node.device_id is not None}
+    matched = []
+    for position, gpu in enumerate(amd):
+        node = by_id.get(gpu.device_id)
+        if node is None and len(nodes) == len(amd):
+            node = nodes[position]
+        if node is None:
+            matched.append(gpu)
+        else:
+            matched.append(replace(gpu, gfx_target=node.gfx_target, render_node=node.render_node))
+    return matched
+
+
 def scan(root: Path = DRM_ROOT, timeout: float = TOOL_TIMEOUT, wsl: bool = False) -> GpuScan:
+    """The GPUs under ``root`` (/sys/class/drm). A test's fake tree mirrors the real one:
+    <tmp>/sys/class/drm, <tmp>/sys/class/kfd/kfd/topology/nodes and <tmp>/dev/kfd."""
     problems = []
     try:
         cards = drm_gpus(root)
@@ -184,4 +204,11 @@ def scan(root: Path = DRM_ROOT, timeout: float = TOOL_TIMEOUT, wsl: bool = False
         if named:
             amd = _named(amd, named)
             source = f"{source} + rocm-smi"
-    return GpuScan(nvidia + amd + others, source, problems)
+    denied = []
+    if any(gpu.driver == "amdgpu" for gpu in amd):
+        system_root = root.parents[2] if len(root.parents) > 2 else Path("/")
+        kfd_root = root.parent / "kfd" / "kfd" / "topology" / "nodes"
+        amd = with_gfx_targets(amd, amd_linux.kfd_nodes(kfd_root))
+        nodes = ["/dev/kfd"] + [gpu.render_node for gpu in amd if gpu.render_node]
+        denied = amd_linux.device_access(dict.fromkeys(nodes), system_root)
+    return GpuScan(nvidia + amd + others, source, problems, denied)

@@ -62,6 +62,8 @@ class Gpu:
     software: bool = False  # a software adapter such as "Microsoft Basic Render Driver"
     source: str = ""  # DXGI, PowerShell, /sys/class/drm, nvidia-smi, rocm-smi
     memory_capped: bool = False  # Win32_VideoController.AdapterRAM stops at 4 GB
+    gfx_target: str = ""  # AMD on Linux: the ISA ROCm compiles for ("gfx1031"), from KFD
+    render_node: str = ""  # Linux: "/dev/dri/renderD128", which ROCm opens with /dev/kfd
 
     def __post_init__(self) -> None:
         # Every source's text passes here: DXGI, the registry, PowerShell, sysfs, nvidia-smi.
@@ -88,6 +90,8 @@ class Gpu:
             dated = f" of {self.driver_date.isoformat()}" if self.driver_date else ""
             label = "version" if self.driver else "driver"
             parts.append(f"{label} {self.driver_version}{dated}")
+        if self.gfx_target:
+            parts.append(self.gfx_target)
         return f"{self.name} ({', '.join(parts)})"
 
     def to_dict(self) -> dict:
@@ -102,6 +106,7 @@ class Gpu:
             "driver_version": self.driver_version,
             "driver_date": self.driver_date.isoformat() if self.driver_date else None,
             "source": self.source,
+            "gfx_target": self.gfx_target,
         }
 
 
@@ -112,6 +117,7 @@ class GpuScan:
     gpus: list[Gpu] = field(default_factory=list)
     source: str = ""
     problems: list[str] = field(default_factory=list)
+    denied: list = field(default_factory=list)  # amd_linux.Access: device files ROCm cannot open
 
     @property
     def hardware(self) -> list[Gpu]:

@@ -12,10 +12,14 @@ test: change both together.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from . import amd_linux
 from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu
 from .os_info import OsInfo
 
@@ -59,6 +63,13 @@ def _any(gpu: Gpu) -> bool:
 def _amdgpu(gpu: Gpu) -> bool:
     """AMD on Linux: ROCm needs the amdgpu kernel driver (not the legacy 'radeon')."""
     return gpu.driver != "radeon"
+
+
+def _without_rocm_target(gpu: Gpu) -> bool:
+    """AMD on Linux whose gfx target the pinned ROCm build cannot run, not even through a
+    close target: ROCm would fail at the first kernel ("invalid device function")."""
+    support = amd_linux.rocm_support(gpu.gfx_target, amd_linux.supported_targets())
+    return gpu.driver != "radeon" and support.status == amd_linux.UNSUPPORTED
 
 
 def _not_arc(gpu: Gpu) -> bool:
@@ -127,7 +138,7 @@ RULES: tuple[Rule, ...] = (
         "AMD Radeon (integrated or discrete)",
         _any,
         "directml",
-        "PyTorch publishes no ROCm wheels for Windows (AMD's own are a per-GPU preview); "
+        "PyTorch publishes no ROCm wheels for Windows (AMD's own are a preview); "
         "DirectML reaches Radeon GPUs through DirectX 12, on the frozen torch 2.4.1",
     ),
     Rule(
@@ -137,6 +148,15 @@ RULES: tuple[Rule, ...] = (
         _any,
         "directml",
         "DirectX 12 is the only GPU path for Adreno; it needs the x64 Python (emulated on ARM)",
+    ),
+    Rule(
+        LINUX,
+        AMD,
+        "AMD Radeon without a ROCm target (RX 5000, RX 400/500, Vega graphics)",
+        _without_rocm_target,
+        "cpu",
+        "PyTorch's ROCm build has no kernels for this GPU's gfx target and no close target "
+        "runs it, so ROCm would fail at the first kernel; the CPU stack works",
     ),
     Rule(
         LINUX,
@@ -264,7 +284,13 @@ def recommend(info: OsInfo, gpus: Iterable[Gpu]) -> Recommendation:
     for position, gpu in enumerate(gpus):
         rule = rule_for(gpu, system)
         if rule is not None:
-            key = (gpu.kind != DISCRETE, PREFERENCE.index(rule.stack), position)
+            # A GPU whose rule says cpu is named in the advice, but any GPU stack wins over it.
+            key = (
+                rule.stack == "cpu",
+                gpu.kind != DISCRETE,
+                PREFERENCE.index(rule.stack),
+                position,
+            )
             ranked.append((key, gpu, rule))
     if ranked:
         _, gpu, rule = min(ranked, key=lambda item: item[0])
@@ -305,6 +331,26 @@ def installed_stack(version_of: Callable[[str], str | None] | None = None) -> st
                 return None
 
     return stack_of_torch(version_of("torch"), version_of("torch-directml") is not None)
+
+
+def environment_stack(
+    stacks: dict, slug: str, prefix: str | None = None, conda_env: str | None = None
+) -> str | None:
+    """The stack an environment was created for, from its name: `.venv-xpu`, or the conda
+    environment `<project slug>-xpu` (the names the README and verify_install's fixes use)."""
+    prefix = sys.prefix if prefix is None else prefix
+    conda_env = os.environ.get("CONDA_DEFAULT_ENV", "") if conda_env is None else conda_env
+    folder = Path(prefix).name
+    for stack in stacks:
+        conda_name = f"{slug}-{stack}" if slug else ""
+        if folder == f".venv-{stack}" or (conda_name and conda_name in (folder, conda_env)):
+            return stack
+    return None
+
+
+def active_stack(stacks: dict, slug: str) -> str | None:
+    """The stack this environment serves: its name's, else its torch's, else None (unknown)."""
+    return environment_stack(stacks, slug) or installed_stack()
 
 
 def python_for(stack: dict, wanted: str) -> str:

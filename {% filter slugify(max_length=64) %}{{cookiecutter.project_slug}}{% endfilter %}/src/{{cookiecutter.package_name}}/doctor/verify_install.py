@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 from ..machinery.cli import command, device_request, json_for, safe_console, write_out
 from ..machinery.project import Project, load_project, parse_version
-from . import envcheck, recommend, stepwise
+from . import amd_linux, builds, envcheck, recommend, stepwise
 from .bounded import describe_error
 from .codes import SCHEMA_VERSION
 from .envcheck import FAIL, OK, WARN, Finding
@@ -184,8 +184,12 @@ def installed_version(distribution: str) -> str | None:
 
 
 def _install_fix(project: Project) -> str:
-    pins = " ".join(f"{name}=={version}" for name, version in sorted(project.pins.items()))
-    index = f" --extra-index-url {project.index_url}" if project.index_url else ""
+    tag = builds.expected_tag(project)  # the build, not just the version: '2.14.1+xpu'
+    pins = " ".join(
+        f"{name}=={version}{'+' + tag if tag and name in ('torch', 'torchvision') else ''}"
+        for name, version in sorted(project.pins.items())
+    )
+    index = f" --index-url {project.index_url}" if project.index_url else ""
     return (
         f"In the project's environment: {envcheck.install_command(project)}, or directly "
         f"`pip install {pins}{index}`."
@@ -193,9 +197,15 @@ def _install_fix(project: Project) -> str:
 
 
 def check_packages(
-    project: Project, version_of: Callable[[str], str | None] = installed_version
+    project: Project,
+    version_of: Callable[[str], str | None] = installed_version,
+    version_file: Callable[[], str] | None = None,
 ) -> tuple[list[Finding], dict[str, dict[str, str | None]]]:
-    """Installed versions of the pinned packages; local tags like '+cu121' are ignored."""
+    """Installed versions of the pinned packages (local tags like '+cu130' aside), then the
+    build of torch against the one the stack installs. ``version_file`` gives torch's
+    version.py; a replaced ``version_of`` reads none unless it is given too."""
+    if version_file is None:
+        version_file = builds.torch_version_file if version_of is installed_version else str
     findings, packages = [], {}
     for name in sorted(project.pins, key=lambda n: (n != "torch", n)):
         pinned = project.pins[name]
@@ -236,6 +246,9 @@ def check_packages(
             findings.append(
                 Finding(name, OK, f"{name} {installed} (pinned {pinned}).", code="PKG-OK")
             )
+    build = builds.torch_build(version_of, version_file)
+    after_torch = next((n + 1 for n, f in enumerate(findings) if f.check == "torch"), 0)
+    findings[after_torch:after_torch] = builds.check_build(project, build)
     return findings, packages
 
 
@@ -280,9 +293,7 @@ def torch_import_finding(error: BaseException, project: Project) -> Finding:
         "torch",
         FAIL,
         f"torch is installed but fails to import: {text}.",
-        f"Reinstall it: `pip install --force-reinstall torch=={project.pins.get('torch')}`"
-        + (f" --extra-index-url {project.index_url}" if project.index_url else "")
-        + "; then run this check again.",
+        f"Reinstall it: {builds.reinstall_command(project)}; then run this check again.",
         code="TORCH-IMPORT-FAILED",
     )
 
@@ -528,13 +539,16 @@ def _device_findings(report: Report, discovery: Any, project: Project) -> None:
                 fix = _directml_fix(missing.reason, project, report.findings)
             elif missing.kind == "cuda":
                 fix = _cuda_fix(missing.reason, project, report.findings)
-            report.add(
-                "Device",
-                status,
-                f"{missing.kind} unavailable: {missing.reason}.",
-                fix,
-                code=f"DEVICE-UNAVAILABLE-{missing.kind.upper()}",
-            )
+            code = f"DEVICE-UNAVAILABLE-{missing.kind.upper()}"
+            found = f"{missing.kind} unavailable: {missing.reason}."
+            kernels = invalid_device_function(report, missing.reason)
+            if kernels:
+                code, found, fix = (
+                    "ROCM-INVALID-DEVICE-FUNCTION",
+                    f"{found} {kernels[0]}",
+                    kernels[1],
+                )
+            report.add("Device", status, found, fix, code=code)
         else:
             absent.append(f"{missing.kind} ({missing.reason})")
     if absent:
@@ -544,6 +558,44 @@ def _device_findings(report: Report, discovery: Any, project: Project) -> None:
             f"Not on this machine or build: {'; '.join(absent)}.",
             code="DEVICE-NOT-HERE",
         )
+
+
+def invalid_device_function(report: Report, error: str) -> tuple[str, str] | None:
+    """ROCm's "HIP error: invalid device function": the build has no kernels for this GPU's
+    gfx target. (what was seen, the fix) naming the target and its override, else None."""
+    if "invalid device function" not in error.lower():
+        return None
+    gpus = (report.recommendation or {}).get("gpus") or []
+    targets = [gpu["gfx_target"] for gpu in gpus if gpu.get("gfx_target")]
+    if not targets:
+        return (
+            "Likely cause: ROCm has no kernels for this GPU's gfx target.",
+            "Find the GPU's target with `rocminfo | grep gfx`; if it is a variant of a supported "
+            "one (gfx1031/gfx1032 -> 10.3.0, gfx1103 -> 11.0.0), `export "
+            "HSA_OVERRIDE_GFX_VERSION=<that>` and run verify_install again (unofficial); "
+            "otherwise train with `--device cpu`.",
+        )
+    support = amd_linux.rocm_support(targets[0], amd_linux.supported_targets())
+    seen = f"Likely cause: this ROCm build has no kernels for the GPU's {targets[0]}."
+    if support.status == amd_linux.OVERRIDE and os.environ.get("HSA_OVERRIDE_GFX_VERSION"):
+        return (
+            f"{seen} HSA_OVERRIDE_GFX_VERSION is set ("
+            f"{os.environ['HSA_OVERRIDE_GFX_VERSION']}), yet the kernels still fail.",
+            f"Check the value: {targets[0]} needs {support.override}. If that is what is set, "
+            "the unofficial override does not work on this GPU: train with `--device cpu`.",
+        )
+    if support.status == amd_linux.OVERRIDE:
+        return (
+            f"{seen} The close target {support.close} runs it (unofficial).",
+            f"`export HSA_OVERRIDE_GFX_VERSION={support.override}` in this terminal (and in "
+            "~/.bashrc), then run verify_install again. Unofficial: AMD does not support it; "
+            "if it still fails, train with `--device cpu`.",
+        )
+    return (
+        f"{seen} No close supported target runs it.",
+        "This GPU cannot train with ROCm: use the cpu environment (environments/cpu.txt or "
+        "environments/cpu.yml), or train with `--device cpu`.",
+    )
 
 
 def _has_fix(findings: Sequence[Finding], check: str) -> bool:
@@ -566,10 +618,12 @@ def _directml_fix(reason: str, project: Project, findings: Sequence[Finding] = (
     if "libd3d12" in reason or "libdxcore" in reason:
         backend = _gpu_backend_fix(findings)
         gpu = " The GPU fix says how PyTorch can use your GPU." if backend else ""
+        here = f"nothing to install, the CPU trains.{gpu}"
+        if _has_fix(findings, "Environment"):
+            here = "the Environment fix says what trains here."
         return (
             "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
-            "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: "
-            f"nothing to install, the CPU trains.{gpu}"
+            f"/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: {here}"
         )
     how = (
         "as the Driver fix says"
@@ -596,10 +650,13 @@ def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -
     )
 
 
-def active_stack() -> str | None:
-    """The stack of the installed torch (xpu, rocm, cuda, cpu or directml), if it tells."""
+def active_stack(project: Project | None = None) -> str | None:
+    """The stack this environment serves (xpu, rocm, cuda, cpu or directml): the one its name
+    says (.venv-xpu, <project>-xpu), else the one its torch's build tag says, else None."""
     try:
-        return recommend.installed_stack()
+        if project is None:
+            return recommend.installed_stack()
+        return recommend.active_stack(project.stacks, project.project_slug)
     except Exception:  # damaged metadata: judge by the project's default stack
         return None
 
@@ -624,7 +681,7 @@ def run(request: str = "auto") -> Report:
     default = project.accelerator
     # The checks follow the stack of the environment file in use (a workshop project carries
     # one per GPU family), so an xpu environment in a directml project is judged by xpu's pins.
-    project = project.for_stack(active_stack() or default)
+    project = project.for_stack(active_stack(project) or default)
     report = Report(
         project={
             "name": project.project_name,
@@ -640,10 +697,44 @@ def run(request: str = "auto") -> Report:
     report.recommendation = details.get("recommendation")
     findings, report.packages = check_packages(project)
     report.lap("environment", started)
-    report.findings.extend(findings)
+    report.findings.extend(defer_to_recommendation(findings, project, report.recommendation))
     _run_torch(report, project, request)
     report.seconds = time.perf_counter() - started
     return report
+
+
+# Where each stack can train at all (recommend.system_of's names).
+STACK_SYSTEMS = {
+    "directml": ("Windows", "WSL2"),
+    "rocm": ("Linux",),
+    "xpu": ("Windows", "Linux"),
+    "cuda": ("Windows", "Linux", "WSL2"),
+}
+DEFERRING = ("PKG-MISSING", "PKG-VERSION", "TORCH-WRONG-BUILD")
+
+
+def defer_to_recommendation(
+    findings: list[Finding], project: Project, recommendation: dict[str, Any] | None
+) -> list[Finding]:
+    """When another stack's environment fits this machine better, the fixes that repair this
+    environment's pins point at that one first, and offer the repair only where this stack can
+    train at all: never 'create the cpu environment' next to 'install the DirectML pins'."""
+    if not recommendation or recommendation.get("stack") in (None, project.accelerator):
+        return findings
+    best, active = recommendation["stack"], project.accelerator
+    system = recommendation.get("system", "")
+    runs_here = system in STACK_SYSTEMS.get(active, (system,))
+    deferred = []
+    for finding in findings:
+        if finding.code in DEFERRING and finding.fix:
+            lead = f"Create the {best} environment, as the Environment fix says, rather than "
+            if runs_here:
+                fix = f"{lead}repairing this {active} one. To keep {active}: {finding.fix}"
+            else:
+                fix = f"{lead}repairing this {active} one: {active} cannot train on {system}."
+            finding = Finding(finding.check, finding.status, finding.found, fix, finding.code)
+        deferred.append(finding)
+    return deferred
 
 
 def _run_torch(report: Report, project: Project, request: str) -> None:
@@ -825,15 +916,18 @@ def _add_failure(
     report: Report, check: str, work: str, error: Exception, located: stepwise.FailingStep | None
 ) -> None:
     """The FAIL line of a smoke test or training step that raised, naming the step that fails
-    (and in --json, ``failed_step``: a room's reports show which GPU fails where)."""
+    (and in --json, ``failed_step``: a room's reports show which GPU fails where). ROCm's
+    "invalid device function" names the GPU's gfx target and its override instead."""
+    kernels = invalid_device_function(report, f"{error} {located.error if located else ''}")
     if located is None:
-        report.add(
-            check,
-            FAIL,
-            f"{work} failed: {describe_error(error)}.",
-            "Train with `--device cpu`; update the GPU driver.",
-            code=_failure_code(check),
-        )
+        found = f"{work} failed: {describe_error(error)}."
+        if kernels:
+            report.add(
+                check, FAIL, f"{found} {kernels[0]}", kernels[1], "ROCM-INVALID-DEVICE-FUNCTION"
+            )
+            return
+        fix = "Train with `--device cpu`; update the GPU driver."
+        report.add(check, FAIL, found, fix, code=_failure_code(check))
         return
     report.failed_step = {"during": check.lower(), **located.to_dict()}
     found = f"{work} failed in {located.describe()}: {located.error}."
@@ -842,6 +936,9 @@ def _add_failure(
             f"{work} failed: {describe_error(error)}. Run one step at a time, "
             f"{located.what} gave {located.error}."
         )
+    if kernels:
+        report.add(check, FAIL, f"{found} {kernels[0]}", kernels[1], "ROCM-INVALID-DEVICE-FUNCTION")
+        return
     report.add(check, FAIL, found, located.fix(), code=_failure_code(check))
 
 
