@@ -15,6 +15,7 @@ RUN_CONFIGURATIONS = {
     "Train (synthetic, offline)": ("train", "--dataset synthetic"),
     "Evaluate": ("evaluate", ""),
     "Benchmark": ("benchmark", ""),
+    "Draw a digit": ("draw", ""),
 }
 ABSOLUTE_PATH = re.compile(r"(^|[\s\"'=])(/[A-Za-z]|[A-Za-z]:[\\/])")
 

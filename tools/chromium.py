@@ -1,0 +1,115 @@
+"""Debian's Chromium and its WebDriver, for the template's browser test (tests/test_draw_page.py).
+
+    python tools/chromium.py setup     install chromium and chromium-driver if missing
+    python tools/chromium.py info      where they are
+
+Installed with apt-get (as root or through `sudo -n`), once per machine. Selenium (from
+requirements-dev.txt) then drives exactly these two programs: it is given both paths, so it
+never downloads a browser or a driver of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+APT_PACKAGES = ["chromium", "chromium-driver"]
+APT_TIMEOUT = 1200
+BROWSERS = ("chromium", "chromium-browser")
+DRIVERS = ("chromedriver",)
+
+
+class ChromiumSetupError(RuntimeError):
+    """Chromium or its driver is missing and could not be installed; the message says why."""
+
+
+def _log(message: str) -> None:
+    print(f"[chromium] {message}", file=sys.stderr, flush=True)
+
+
+def _first(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def find() -> tuple[Path, Path] | None:
+    """(browser, driver) when both are installed, else None."""
+    browser, driver = _first(BROWSERS), _first(DRIVERS)
+    return (Path(browser), Path(driver)) if browser and driver else None
+
+
+def _run(command: list[str], env: dict) -> None:
+    try:
+        completed = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=APT_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise ChromiumSetupError(f"{command[0]} did not finish within {APT_TIMEOUT} s") from error
+    if completed.returncode != 0:
+        tail = (completed.stdout[-1500:] + completed.stderr[-1500:]).strip()
+        raise ChromiumSetupError(
+            f"{' '.join(command[:4])} ... exited {completed.returncode}: {tail}"
+        )
+
+
+def ensure() -> tuple[Path, Path]:
+    """(browser, driver), installing Debian's packages first when they are missing."""
+    found = find()
+    if found:
+        return found
+    if not sys.platform.startswith("linux") or shutil.which("apt-get") is None:
+        raise ChromiumSetupError(
+            "the browser test needs Chromium and chromedriver on the PATH; this machine has "
+            "no apt-get to install them: install both and run the test again"
+        )
+    prefix: list[str] = []
+    if os.geteuid() != 0:
+        if shutil.which("sudo") is None:
+            raise ChromiumSetupError(
+                f"install them as root: apt-get install -y {' '.join(APT_PACKAGES)}"
+            )
+        prefix = ["sudo", "-n"]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    _log(f"installing {' '.join(APT_PACKAGES)} with apt-get (about 300 MB, once) ...")
+    _run([*prefix, "apt-get", "update", "-qq"], env)
+    _run(
+        [*prefix, "apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES], env
+    )
+    found = find()
+    if not found:
+        raise ChromiumSetupError(
+            "apt-get installed the packages but chromium or chromedriver is missing"
+        )
+    return found
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["setup"]:
+        try:
+            browser, driver = ensure()
+        except ChromiumSetupError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(f"browser: {browser}\ndriver : {driver}")
+        return 0
+    if argv[:1] == ["info"]:
+        found = find()
+        print(f"browser: {found[0]}\ndriver : {found[1]}" if found else "not installed")
+        return 0 if found else 1
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,208 @@
+"""Draw a digit and watch your trained model read it, on the device it trained on.
+
+    python -m <package>.draw                       # runs/best.pt, opens the browser
+    python -m <package>.draw --checkpoint runs/last.pt --device cpu --no-browser
+
+Starts a page on this computer only (http://127.0.0.1:<free port>/): draw with the mouse, a
+finger or a pen; the ten probabilities update as you draw, next to the 28x28 image the model
+receives. A switch shows what the model answers without MNIST's preparation (see
+``datasets/handwriting.py``). Ctrl+C stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import threading
+import time
+import webbrowser
+from pathlib import Path
+
+import torch
+
+from . import data
+from .datasets import handwriting
+from .machinery import checkpoints, devices
+from .machinery.checkpoints import BEST
+from .machinery.cli import HelpFormatter, device_request, safe_console
+from .machinery.page_server import PageServer, RequestError
+from .model import LeNet5, to_device
+
+PAGE = Path(__file__).with_name("draw.html")
+MAX_SIDE = 2048  # pixels; the page sends 280x280, a bigger image is refused before decoding
+
+
+class DrawError(Exception):
+    """A problem the user can fix (no trained model yet, no such device)."""
+
+
+class Reader:
+    """One model on one device, shared by every request: one at a time reads with it."""
+
+    def __init__(self, model: torch.nn.Module, device: devices.DeviceOption) -> None:
+        self.model = model.eval()
+        self.device = device
+        self._lock = threading.Lock()  # a DirectML or CUDA queue is not for concurrent callers
+
+    def read(self, canvas: torch.Tensor) -> dict:
+        """Probabilities for the drawing ``canvas`` (uint8 (H, W), dark on light), prepared
+        like MNIST and as drawn, with the 28x28 images the model received."""
+        started = time.perf_counter()
+        if not handwriting.has_ink(canvas):
+            return {"empty": True, "device": self.device.describe()}
+        images = torch.stack(
+            [handwriting.prepare_like_mnist(canvas), handwriting.shrink_as_drawn(canvas)]
+        )
+        with self._lock, torch.no_grad():
+            logits = self.model(data.to_model_input(images[:, None], self.device.device))
+            probabilities = torch.softmax(logits, dim=1).cpu()  # one readback for both
+        answer = {"empty": False, "device": self.device.describe()}
+        for key, image, row in zip(("prepared", "as_drawn"), images, probabilities):
+            answer[key] = {
+                "digit": int(row.argmax()),
+                "probabilities": [round(float(p), 4) for p in row],
+                "image": image.flatten().tolist(),
+            }
+        answer["ms"] = round(1000 * (time.perf_counter() - started), 1)
+        return answer
+
+
+def decode_png(body: bytes) -> torch.Tensor:
+    """A PNG from the page -> uint8 (H, W) grey, transparent parts as white paper.
+    RequestError (4xx) for anything that is not a PNG of a sensible size."""
+    from PIL import Image  # Pillow comes with torchvision
+
+    if not body.startswith(b"\x89PNG\r\n\x1a\n"):
+        raise RequestError(415, "The drawing must be sent as a PNG image.")
+    try:
+        image = Image.open(io.BytesIO(body))
+        width, height = image.size  # read from the header, before any pixel is decoded
+        if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE):
+            raise RequestError(
+                413, f"The image is {width}x{height}; at most {MAX_SIDE}x{MAX_SIDE} is accepted."
+            )
+        paper = Image.new("RGBA", (width, height), "white")
+        paper.alpha_composite(image.convert("RGBA"))
+        grey = paper.convert("L")
+    except RequestError:
+        raise
+    except Exception as error:  # Pillow reports damage as OSError, SyntaxError, ValueError...
+        raise RequestError(
+            400, f"The PNG image cannot be read: {str(error).rstrip('.')}."
+        ) from None
+    return torch.frombuffer(bytearray(grey.tobytes()), dtype=torch.uint8).reshape(height, width)
+
+
+def predict_endpoint(reader: Reader):
+    def predict(body: bytes, content_type: str) -> dict:
+        if content_type != "image/png":
+            raise RequestError(
+                415, f"Send the drawing as image/png, not {content_type or 'nothing'}."
+            )
+        return reader.read(decode_png(body))
+
+    return predict
+
+
+def no_model_message(path: Path) -> str:
+    package = __package__ or "<package>"
+    return (
+        f"There is no trained model at {path} yet. Train one first: "
+        f"python -m {package}.train (MNIST), or offline "
+        f"python -m {package}.train --dataset synthetic; or pass --checkpoint FILE."
+    )
+
+
+def load_reader(path: Path, device: str = "auto", discovery=None) -> tuple[Reader, dict]:
+    """The model in ``path`` on ``device``, and the checkpoint's state; DrawError if either
+    cannot be had."""
+    if not Path(path).is_file():
+        raise DrawError(no_model_message(Path(path)))
+    try:
+        state = checkpoints.load_checkpoint(path)
+        option = devices.choose(device, discovery if discovery is not None else devices.discover())
+        model = to_device(LeNet5(), option.device)
+        checkpoints.restore_module(model, state["model"], path)
+    except (checkpoints.CheckpointError, devices.DeviceNotAvailable) as error:
+        raise DrawError(str(error)) from error
+    except KeyError:
+        raise DrawError(
+            f"{path} holds no model; use a best.pt or last.pt of this project."
+        ) from None
+    return Reader(model, option), state
+
+
+def trained_on(state: dict) -> str:
+    config = state.get("config") if isinstance(state.get("config"), dict) else {}
+    return str(config.get("dataset", "mnist"))
+
+
+def make_server(reader: Reader, port: int = 0) -> PageServer:
+    pages = {"/": (PAGE.read_bytes(), "text/html; charset=utf-8")}
+    return PageServer(pages, {"/predict": predict_endpoint(reader)}, port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {__package__ or '<package>'}.draw",
+        description="A page on this computer where you draw a digit and your model reads it.",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path, default=Path("runs") / BEST, help="the trained model"
+    )
+    parser.add_argument(
+        "--device",
+        type=device_request,
+        default="auto",
+        help="auto, directml[:N], cuda[:N], xpu, mps, cpu",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    parser.add_argument(
+        "--no-browser", action="store_true", help="print the address, do not open a browser"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    safe_console()
+    args = build_parser().parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        print(f"error: --port must be from 0 to 65535, not {args.port}", file=sys.stderr)
+        return 2
+    try:
+        reader, state = load_reader(args.checkpoint, args.device)
+        server = make_server(reader, args.port)
+    except DrawError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(
+            f"error: cannot listen on 127.0.0.1:{args.port}: {error.strerror or error}. "
+            "Choose another --port, or 0 for a free one.",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"Model   : {args.checkpoint}", flush=True)
+    print(f"Device  : {reader.device.describe()} answers", flush=True)
+    if trained_on(state) == "synthetic":
+        print(
+            "Note    : this model learned SYNTHETIC digits, not MNIST; handwriting may "
+            "puzzle it more than a model trained on MNIST.",
+            flush=True,
+        )
+    print(f"The page: {server.url}  (Ctrl+C stops it)", flush=True)
+    if not args.no_browser and not webbrowser.open(server.url):
+        print("No browser could be opened here: open the address above in one.", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("Stopped.", flush=True)
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
