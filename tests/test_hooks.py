@@ -102,6 +102,19 @@ def test_the_pre_generation_hook_sets_aside_every_path_the_pruning_may_remove(pr
     assert pre_gen.KEPT_FOLDER == post_gen.KEPT_FOLDER
 
 
+def test_files_left_set_aside_by_an_unfinished_bake_are_never_overwritten(
+    pre_gen, tmp_path, capsys
+):
+    kept = tmp_path / pre_gen.KEPT_FOLDER / ".vscode"
+    kept.mkdir(parents=True)
+    (kept / "settings.json").write_text("{}\n")
+    (tmp_path / ".vscode").mkdir()
+
+    assert pre_gen.keep_existing_files(tmp_path) == 1
+    assert "an earlier bake that did not finish" in capsys.readouterr().err
+    assert (kept / "settings.json").read_text() == "{}\n"
+
+
 def test_answers_file_is_a_replay_file_without_private_keys(post_gen, tmp_path):
     post_gen.write_answers(tmp_path, answers(project_name="手写数字识别"))
     recorded = json.loads((tmp_path / ".cookiecutter.json").read_text("utf-8"))["cookiecutter"]
