@@ -225,6 +225,8 @@ def check_choices(answers: dict) -> list:
             continue
         listed = ", ".join(spoken(choice) for choice in allowed[:-1])
         listed = f"{listed} or {spoken(allowed[-1])}" if listed else spoken(allowed[-1])
+        if all(isinstance(choice, bool) for choice in allowed):
+            listed += " (in a replay file, without quotes)"
         problems.append(
             Problem(
                 question,

@@ -171,7 +171,7 @@ HAND_EDITED = {
     "ide": ("emacs", "pycharm, vscode, both or none"),
     "env_manager": ("pipenv", "conda or venv"),
     "license": ("GPL", "MIT, BSD-3-Clause, Apache-2.0 or none"),
-    "github_actions": ("maybe", "true or false"),
+    "github_actions": ("maybe", "true or false (in a replay file, without quotes)"),
 }  # fmt: skip
 
 
