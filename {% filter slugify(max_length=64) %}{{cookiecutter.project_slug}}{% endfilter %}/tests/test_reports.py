@@ -10,11 +10,14 @@ text table instead of ``--json``.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import locale
 import os
+import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -48,7 +51,8 @@ NOT_JSON = "ivan-text-output.json"
 
 @pytest.fixture(scope="module")
 def samples():
-    return load_folder(SAMPLES)
+    found = load_folder(SAMPLES)
+    return found.machines, found.unreadable
 
 
 def by_source(machines):
@@ -279,6 +283,7 @@ def room_report(folder, name, recommended, active, status="works"):
         "verdict": {"exit_code": 0, "status": status, "message": "ok"},
         "findings": [],
         "recommendation": {"stack": recommended, "active": active, "why": "-"},
+        "seconds": len(name) + sum(map(ord, name)) / 1000,  # each machine's report differs
     }
     (folder / f"{name}.json").write_text(json.dumps(report), encoding="utf-8")
 
@@ -289,7 +294,7 @@ def test_machines_are_counted_per_recommended_stack_with_who_is_on_another(tmp_p
     room_report(tmp_path, "chen-geforce", "cuda", "cuda")
     room_report(tmp_path, "dara-radeon", "directml", "directml")
     room_report(tmp_path, "eli-radeon", "directml", "directml")
-    machines, _ = load_folder(tmp_path)
+    machines = load_folder(tmp_path).machines
 
     text = summarise(machines)
 
@@ -315,7 +320,7 @@ def test_a_device_name_with_a_nul_groups_with_the_same_name_without_it(tmp_path)
             "chosen": {"label": "directml:0", "kind": "directml", "name": name},
         }
         (tmp_path / f"{person}.json").write_text(json.dumps(report), encoding="utf-8")
-    machines, _ = load_folder(tmp_path)
+    machines = load_folder(tmp_path).machines
     assert device_summary(machines) == [("directml", 2, "NVIDIA GeForce GTX 470 (2)")]
     assert "\x00" not in summarise(machines)
 
@@ -335,9 +340,10 @@ def test_the_step_each_gpu_fails_is_summarised_per_adapter(tmp_path):
             "chosen": {"label": "directml:0", "kind": "directml", "name": "NVIDIA GeForce GTX 470"},
             "failed_step": {"during": "smoke test", "step": "loss",
                             "what": "the loss (cross-entropy)", "error": compile_graph},
+            "seconds": 2.5 if person == "ana" else 3.1,
         }  # fmt: skip
         (tmp_path / f"{person}.json").write_text(json.dumps(report), encoding="utf-8")
-    machines, _ = load_folder(tmp_path)
+    machines = load_folder(tmp_path).machines
 
     text = summarise(machines)
 
@@ -348,3 +354,240 @@ def test_the_step_each_gpu_fails_is_summarised_per_adapter(tmp_path):
     ]
     (problem,) = common_problems(machines)  # one problem for both machines, with its fix
     assert problem.sources == ["ana.json", "ben.json"] and problem.fix == fix
+
+
+# ------------------------------------------------------------- reports from strangers
+# A report is a file someone else wrote: nothing in it may steer the instructor's terminal,
+# crash the summary, exhaust memory, miscount the room or inject Markdown.
+
+HOSTILE = {
+    "project": {"name": "\x1b]0;pwned\x07Digits\x1b[2J", "accelerator": "directml"},
+    "verdict": {"exit_code": 4, "status": "broken", "message": "BROKEN\rWORKS"},
+    "findings": [
+        {
+            "check": "GPU\x1b[1A",
+            "status": "fail",
+            "found": "no driver\x1b]52;c;ZWNobyBoaQ==\x07\x08\x08works",
+            "fix": "install it \u202eskrow",
+        }
+    ],
+    "chosen": {"label": "cpu", "name": "CPU\x9b31m"},
+    "fallback_operators": ["aten::add\x1b[8m"],
+    "python": "3.11\x1b[K",
+}
+
+
+def unsafe_characters(text):
+    """Characters that move the cursor, recolour, retitle or reorder a terminal's text."""
+    return sorted(
+        {
+            char
+            for char in text
+            if char != "\n" and unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")
+        }
+    )
+
+
+@pytest.mark.parametrize("markdown", [False, True], ids=["text", "markdown"])
+def test_control_characters_in_a_report_are_shown_escaped(tmp_path, capsys, markdown):
+    (tmp_path / "ana\u202enosj.json").write_text(json.dumps(HOSTILE), encoding="utf-8")
+    (tmp_path / "ben.json").write_text("\x1b[2J not a report", encoding="utf-8")
+
+    assert main([str(tmp_path)] + (["--markdown"] if markdown else [])) == 0
+    out = capsys.readouterr().out
+
+    assert unsafe_characters(out) == []
+    # Shown, not obeyed: the instructor sees that the report holds escape sequences.
+    assert "x1b" in out and "pwned" in out and "u202e" in out and "x9b" in out
+
+
+def test_a_file_name_with_a_line_break_cannot_forge_a_line(tmp_path, capsys):
+    if os.name == "nt":
+        pytest.skip("Windows file names cannot hold line breaks")
+    (tmp_path / "x.json\nworks         cuda:0.json").write_text(
+        json.dumps(REPORT), encoding="utf-8"
+    )
+
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert unsafe_characters(out) == []
+    assert not any(line.startswith("works         cuda:0") for line in out.splitlines())
+
+
+@pytest.mark.parametrize(
+    "content,reason",
+    [
+        (json.dumps(dict(REPORT, findings=1)), "findings"),
+        (json.dumps(dict(REPORT, fallback_operators=5)), "fallback_operators"),
+        (json.dumps(dict(REPORT, project="Digits")), "project"),
+        (json.dumps(dict(REPORT, findings=[{"status": "fail", "found": ["a"]}])), "found"),
+        (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": 1e999}}', "too large"),
+        (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": ' + "9" * 400 + "}}", "digits"),
+        (json.dumps(REPORT)[:-1] + ', "seconds": ' + "7" * 5000 + "}", "digits"),
+    ],
+    ids=["findings", "operators", "project", "found", "float", "int", "int-4300"],
+)
+def test_a_malformed_report_is_unreadable_and_the_others_are_summarised(
+    tmp_path, capsys, content, reason
+):
+    (tmp_path / "bad.json").write_text(content, encoding="utf-8")
+    (tmp_path / "ana.json").write_bytes((SAMPLES / "ana-linux-laptop.json").read_bytes())
+
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 machines" in out and "cpu-fallback" in out
+    unreadable = out.split("Unreadable files")[1]
+    assert "bad.json" in unreadable and reason in unreadable
+
+
+def test_a_huge_report_is_not_read_whole(tmp_path, capsys):
+    import tracemalloc
+
+    with open(tmp_path / "huge.json", "w", encoding="utf-8") as handle:
+        handle.write('{"verdict": {"status": "works"}, "findings": [], "project": {"name": "')
+        for _ in range(40):
+            handle.write("A" * 1_000_000)
+        handle.write('"}}')
+    tracemalloc.start()
+    try:
+        assert main([str(tmp_path)]) == 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    out = capsys.readouterr().out
+    assert peak < 10_000_000, f"{peak:,} bytes held to read a 40 MB file"
+    assert len(out) < 5_000
+    assert "huge.json" in out and "larger than 1 MB" in out
+
+
+def test_a_long_field_is_cut_and_the_summary_says_so(tmp_path, capsys):
+    report = dict(REPORT, project={"name": "N" * 200_000, "accelerator": "directml"})
+    (tmp_path / "long.json").write_text(json.dumps(report), encoding="utf-8")
+
+    assert main([str(tmp_path), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert len(out) < 5_000
+    assert "200,000 characters" in out  # the cut is marked where it happens
+
+
+def test_notepad_and_upper_case_names_are_read(tmp_path):
+    (tmp_path / "ALICE.JSON").write_text(json.dumps(REPORT), encoding="utf-8")
+    other = dict(REPORT, python="3.12.1")
+    (tmp_path / "bob.json.txt").write_text(json.dumps(other), encoding="utf-8")
+    (tmp_path / "notes.docx").write_bytes(b"PK\x03\x04")
+
+    found = load_folder(tmp_path)
+
+    assert sorted(m.source for m in found.machines) == ["ALICE.JSON", "bob.json.txt"]
+    skipped = dict(found.skipped)
+    assert "notes.docx" in " ".join(skipped) or "notes.docx" in " ".join(skipped.values())
+
+
+def test_copies_and_links_of_one_report_count_one_machine(tmp_path, capsys):
+    ana = tmp_path / "ana.json"
+    ana.write_bytes((SAMPLES / "ana-linux-laptop.json").read_bytes())
+    (tmp_path / "ana-again.json").write_bytes(ana.read_bytes())
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ana.json").write_bytes(ana.read_bytes())
+    for make in (os.link, os.symlink):
+        # Not every file system or Windows account can make links: copies are tested anyway.
+        with contextlib.suppress(OSError, NotImplementedError):
+            make(ana, tmp_path / f"ana-{make.__name__}.json")
+
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"verify_install reports in {tmp_path}: 1 machines")
+    assert "the same report as ana.json" in out
+
+
+def test_the_sample_reports_stay_out_of_a_real_summary(tmp_path, capsys):
+    """`reports .` in the project folder: the shipped samples are not participants."""
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(SAMPLES, project / "tests" / "data" / "reports")
+    (project / "reports").mkdir()
+    (project / "reports" / "zoe.json").write_text(json.dumps(REPORT), encoding="utf-8")
+
+    assert main([str(project)]) == 0
+    out = capsys.readouterr().out
+    assert ": 1 machines" in out.splitlines()[0]
+    assert "tests/data/reports" in out and "sample reports" in out
+    # Named on the command line, the samples are summarised (the workshop guide shows them).
+    assert main([str(project / "tests" / "data" / "reports")]) == 0
+    assert "7 machines" in capsys.readouterr().out
+
+
+def test_a_thousand_folders_deep_is_no_crash(tmp_path, capsys):
+    deep = tmp_path
+    try:
+        for _ in range(1000):
+            deep = deep / "d"
+            deep.mkdir()
+        (deep / "deep.json").write_text(json.dumps(REPORT), encoding="utf-8")
+    except OSError:  # Windows without long paths stops near 260 characters
+        pass
+    (tmp_path / "ana.json").write_text(json.dumps(REPORT), encoding="utf-8")
+
+    try:
+        assert main([str(tmp_path)]) == 0
+    finally:  # bottom up: shutil.rmtree of Python 3.11 and older recurses, as rglob did
+        while deep != tmp_path:
+            for child in deep.iterdir():
+                if not child.is_dir():
+                    child.unlink()
+            deep.rmdir()
+            deep = deep.parent
+    out = capsys.readouterr().out
+    assert "1 machines" in out and "levels deep" in out
+
+
+@pytest.mark.parametrize("preferred", ["UTF-8", "cp936", "cp1252"])
+def test_a_western_windows_report_is_read_as_cp1252(monkeypatch, preferred):
+    monkeypatch.setattr(locale, "getpreferredencoding", lambda do_setlocale=True: preferred)
+    data = dict(REPORT, project={"name": "Ziffern für Jürgen, Straße", "accelerator": "cpu"})
+    text = json.dumps(data, ensure_ascii=False)
+
+    assert json.loads(decode(text.encode("cp1252"))) == data
+
+
+def test_markdown_shows_a_participants_text_as_text(tmp_path, capsys):
+    report = dict(
+        REPORT,
+        project={"name": "<img src=x onerror=alert(1)>", "accelerator": "directml"},
+        python="[click](https://evil.example/)",
+        findings=[
+            {
+                "check": "GPU",
+                "status": "fail",
+                "found": "![tracker](https://evil.example/p.png) **urgent** <b>x</b> &lt;",
+                "fix": "see www.evil.example or `rm -rf ~` | a cell",
+            }
+        ],
+    )
+    (tmp_path / "<script>.json").write_text(json.dumps(report), encoding="utf-8")
+
+    assert main([str(tmp_path), "--markdown"]) == 0
+    out = capsys.readouterr().out
+
+    # Each of these would be an image, HTML, a link, bold text, an entity or code.
+    for raw in ("<img", "<b>", "<script>", "](", "**urgent", "&lt;", "`rm", "https://", "www.e"):
+        assert not re.search(r"(?<!\\)" + re.escape(raw), out), raw
+    assert r"\<img src=x onerror=alert(1)\>" in out  # escaped, the text itself is all there
+
+
+def test_findings_with_the_same_code_are_one_problem(tmp_path):
+    for person, found in (("ana", "GTX 470: no driver."), ("ben", "Radeon 5700: no driver.")):
+        report = dict(
+            REPORT,
+            schema_version=2,
+            findings=[
+                {"check": "GPU", "status": "fail", "code": "GPU-NO-DRIVER", "found": found,
+                 "fix": f"Install the driver of the {found.split(':')[0]}."},
+            ],
+        )  # fmt: skip
+        (tmp_path / f"{person}.json").write_text(json.dumps(report), encoding="utf-8")
+
+    (problem,) = common_problems(load_folder(tmp_path).machines)
+    assert problem.sources == ["ana.json", "ben.json"] and problem.variants == 2

@@ -12,15 +12,16 @@ on which GPU.
 
 Standard library only. The reports may come from Windows consoles: UTF-8 with or without a
 byte order mark, UTF-16 (Windows PowerShell 5's ``>``) and the console's code page are read,
-and text printed before the JSON is skipped.
+and text printed before the JSON is skipped. The reports come from other people's machines
+and are read as such (``report_files``): control characters are shown escaped, never sent to
+the terminal; Markdown shows their text as text; a file that is not a report is listed with
+the reason and the others are summarised; copies of one report count once.
 """
 
 from __future__ import annotations
 
 import argparse
-import codecs
-import json
-import locale
+import hashlib
 import re
 import sys
 import textwrap
@@ -29,7 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..machinery.cli import clean_name, safe_console, write_out
+from ..machinery.cli import safe_console, write_out
+from ..machinery.untrusted import FIELD_LIMIT, printable
+from .report_files import (
+    MAX_DEPTH,
+    MAX_REPORT_BYTES,
+    ReportError,
+    decode,
+    find_reports,
+    parse,
+    read_report_bytes,
+)
+
+__all__ = ["ReportError", "decode", "parse", "load_report", "load_folder", "summarise", "main"]
 
 SEVERITY = {"broken": 0, "cpu-fallback": 1, "unknown": 2, "works": 3}
 STATUS_ORDER = ("works", "cpu-fallback", "broken", "unknown")
@@ -40,16 +53,13 @@ TEXT_CELL = 60  # longest cell in the plain-text tables; Markdown cells are not 
 TEXT_WIDTH = 100  # the plain-text problem list is wrapped to this width
 
 
-class ReportError(ValueError):
-    """A file that is not a readable verify_install --json report; the message says why."""
-
-
 @dataclass
 class Problem:
     status: str  # "fail" or "warn"
     check: str
     found: str
     fix: str = ""
+    code: str = ""  # verify_install's stable name of the finding, in reports that have one
 
 
 @dataclass
@@ -99,103 +109,102 @@ class Machine:
 # ---------------------------------------------------------------------------- reading
 
 
-def decode(data: bytes) -> str:
-    """Text of a report, whatever console wrote it."""
-    if data.startswith(codecs.BOM_UTF8):
-        return data[len(codecs.BOM_UTF8) :].decode("utf-8", errors="replace")
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return data.decode("utf-16", errors="replace")
-    if len(data) >= 4 and data[1:4:2] == b"\0\0" and data[0:1] != b"\0":
-        return data.decode("utf-16-le", errors="replace")  # UTF-16 without a BOM
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    for encoding in (locale.getpreferredencoding(False), "gbk", "cp1252"):
-        try:
-            return data.decode(encoding)
-        except (UnicodeDecodeError, LookupError):
-            continue
-    return data.decode("utf-8", errors="replace")
+KINDS = {dict: "an object", list: "a list", str: "text", bool: "true or false"}
 
 
-def parse(text: str) -> dict[str, Any]:
-    """The JSON object of a report; lines printed before it (a warning, a prompt) are skipped."""
-    start = text.find("{")
-    if start < 0:
-        raise ReportError("no JSON in it: was verify_install run with --json?")
-    try:
-        data, _end = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as error:
-        raise ReportError(
-            f"not valid JSON ({error.msg} at line {error.lineno}): cut short?"
-        ) from None
-    except RecursionError:  # thousands of nested brackets: no report is built like that
-        raise ReportError("JSON nested too deeply to be a verify_install report") from None
-    if not isinstance(data, dict) or "verdict" not in data or "findings" not in data:
-        raise ReportError("JSON, but not a verify_install --json report")
-    return data
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return KINDS.get(type(value), "a number")
 
 
-def _text(value: Any, default: str = "") -> str:
-    # Reports of older versions may carry a device name's NUL: cleaned, the machines group.
-    return default if value is None else clean_name(value)
+def _part(data: dict[str, Any], key: str, kind: type, where: str = "") -> Any:
+    """data[key] when it is a ``kind`` or missing (None); anything else makes the file
+    unreadable, with the field named: no guess at what a wrong type was meant to say."""
+    value = data.get(key)
+    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
+        return value
+    raise ReportError(f"{where}{key!r} is {_kind(value)}, not {KINDS[kind]}")
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def _text(data: dict[str, Any], key: str, default: str = "", where: str = "") -> str:
+    """A text field, fit to print: control characters escaped, long text cut."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, (dict, list)):
+        raise ReportError(f"{where}{key!r} is {_kind(value)}, not text")
+    if isinstance(value, str):
+        # Reports of older versions may carry a device name's NUL: without it, machines group.
+        value = value.strip().rstrip("\x00").strip()
+    return printable(value)
+
+
+def _number(data: dict[str, Any], key: str, where: str) -> float | None:
+    value = data.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)  # parse() refused numbers too large for a float
+    if value is None:
+        return None
+    raise ReportError(f"{where}{key!r} is {_kind(value)}, not a number")
 
 
 def system_of(data: dict[str, Any]) -> str:
     """'Windows 11 build 22631 (AMD64)': the start of the OS check's finding, which names the
     Windows release and build (Python's own platform name says "Windows 10" on Windows 11)."""
-    for finding in data.get("findings") or []:
+    for finding in _part(data, "findings", list) or []:
         if isinstance(finding, dict) and finding.get("check") == "OS" and finding.get("found"):
-            return _text(re.split(r":\s|\.$", str(finding["found"]), maxsplit=1)[0])
-    return _text(data.get("platform"), "-")
+            found = str(finding["found"])[: FIELD_LIMIT * 2]
+            return printable(re.split(r":\s|\.$", found, maxsplit=1)[0].strip())
+    return _text(data, "platform", "-")
+
+
+def problems_of(data: dict[str, Any]) -> list[Problem]:
+    problems = []
+    for index, finding in enumerate(_part(data, "findings", list) or []):
+        if not isinstance(finding, dict):
+            continue  # a hole in an old report: the other findings still count
+        where = f"findings[{index}]."
+        status = _text(finding, "status", where=where)
+        check = _text(finding, "check", "?", where)
+        found, fix = _text(finding, "found", where=where), _text(finding, "fix", where=where)
+        if status in PROBLEM_STATUSES:
+            problems.append(Problem(status, check, found, fix, _text(finding, "code", "", where)))
+    return problems
 
 
 def machine_from(data: dict[str, Any], source: str) -> Machine:
-    """A Machine from a parsed report; missing parts become "-" instead of errors."""
-    verdict = data.get("verdict") if isinstance(data.get("verdict"), dict) else {}
-    status = _text(verdict.get("status"), "unknown")
+    """A Machine from a parsed report; missing parts become "-"; a part of the wrong type
+    (a number where a list belongs) makes it unreadable (ReportError, with the field)."""
+    verdict = _part(data, "verdict", dict) or {}
+    status = _text(verdict, "status", "unknown", "verdict.")
     if status not in SEVERITY:
         status = "unknown"
-    chosen = data.get("chosen") if isinstance(data.get("chosen"), dict) else {}
-    project = data.get("project") if isinstance(data.get("project"), dict) else {}
-    timing = data.get("timing") if isinstance(data.get("timing"), dict) else {}
-    problems = []
-    for finding in data.get("findings") or []:
-        if isinstance(finding, dict) and finding.get("status") in PROBLEM_STATUSES:
-            problems.append(
-                Problem(
-                    str(finding["status"]),
-                    _text(finding.get("check"), "?"),
-                    _text(finding.get("found")),
-                    _text(finding.get("fix")),
-                )
-            )
-    exit_code = verdict.get("exit_code")
-    advice = data.get("recommendation") if isinstance(data.get("recommendation"), dict) else {}
-    failed = data.get("failed_step") if isinstance(data.get("failed_step"), dict) else {}
+    chosen = _part(data, "chosen", dict) or {}
+    project = _part(data, "project", dict) or {}
+    timing = _part(data, "timing", dict) or {}
+    advice = _part(data, "recommendation", dict) or {}
+    failed = _part(data, "failed_step", dict) or {}
+    exit_code = _number(verdict, "exit_code", "verdict.")
+    operators = _part(data, "fallback_operators", list) or []
     return Machine(
         source=source,
         status=status,
-        exit_code=exit_code if isinstance(exit_code, int) else None,
-        verdict=_text(verdict.get("message")),
-        device=_text(chosen.get("label"), "-"),
-        device_name=_text(chosen.get("name")),
-        python=_text(data.get("python"), "-"),
+        exit_code=int(exit_code) if exit_code is not None else None,
+        verdict=_text(verdict, "message", where="verdict."),
+        device=_text(chosen, "label", "-", "chosen."),
+        device_name=_text(chosen, "name", where="chosen."),
+        python=_text(data, "python", "-"),
         platform=system_of(data),
-        project=_text(project.get("name"), "?"),
-        accelerator=_text(project.get("accelerator"), "?"),
-        problems=problems,
-        fallback_operators=[_text(op) for op in data.get("fallback_operators") or []],
-        step_ms=_number(timing.get("device_ms")),
-        cpu_ms=_number(timing.get("cpu_ms")),
-        recommended=_text(advice.get("stack"), "-"),
-        active=_text(advice.get("active"), "-"),
-        failed_step=_text(failed.get("what")),
+        project=_text(project, "name", "?", "project."),
+        accelerator=_text(project, "accelerator", "?", "project."),
+        problems=problems_of(data),
+        fallback_operators=[printable(op) for op in operators if isinstance(op, str)],
+        step_ms=_number(timing, "device_ms", "timing."),
+        cpu_ms=_number(timing, "cpu_ms", "timing."),
+        recommended=_text(advice, "stack", "-", "recommendation."),
+        active=_text(advice, "active", "-", "recommendation."),
+        failed_step=_text(failed, "what", where="failed_step."),
     )
 
 
@@ -213,36 +222,58 @@ def stack_summary(machines: Sequence[Machine]) -> list[tuple[str, int, str]]:
     return rows
 
 
+def machine_of(data: bytes, source: str) -> Machine:
+    return machine_from(parse(decode(data)), source)
+
+
 def load_report(path: Path, source: str = "") -> Machine:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ReportError(f"cannot be read ({error.strerror or error})") from None
-    if not data.strip():
-        raise ReportError("empty file")
-    return machine_from(parse(decode(data)), source or path.name)
+    return machine_of(read_report_bytes(path), source or printable(path.name))
 
 
-def load_folder(folder: Path) -> tuple[list[Machine], list[tuple[str, str]]]:
-    """(machines, unreadable files with the reason) for every *.json file under ``folder``."""
-    machines, unreadable = [], []
-    for path in sorted(folder.rglob("*.json")):
-        if not path.is_file():
-            continue
-        source = path.relative_to(folder).as_posix()
+@dataclass
+class Folder:
+    """What a folder of reports holds: one Machine per distinct report, the files that are
+    not reports (with the reason) and what was left out (with the reason)."""
+
+    machines: list[Machine] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def load_folder(folder: Path) -> Folder:
+    """Every report under ``folder``; copies and links of one report count once."""
+    found = find_reports(folder)
+    result = Folder(skipped=list(found.skipped))
+    same: dict[bytes, list[Machine]] = {}
+    for path, source in found.files:
         try:
-            machines.append(load_report(path, source))
+            data = read_report_bytes(path)
+            machine = machine_of(data, source)
         except ReportError as error:
-            unreadable.append((source, str(error)))
-    return machines, unreadable
+            result.unreadable.append((source, str(error)))
+            continue
+        same.setdefault(hashlib.sha256(data).digest(), []).append(machine)
+    for copies in same.values():
+        # The shortest name is the original: copies get "(1)", "- Copy", "-again".
+        kept = min(copies, key=lambda m: (len(m.source), m.source))
+        result.machines.append(kept)
+        result.skipped += [
+            (m.source, f"the same report as {kept.source}: counted once")
+            for m in copies
+            if m is not kept
+        ]
+    result.machines.sort(key=lambda m: m.source)
+    return result
 
 
 # ---------------------------------------------------------------------------- summary
 
 
 def problem_key(problem: Problem) -> tuple[str, str, str]:
-    """Problems with the same fix are the same problem; without a fix, the same text
-    (numbers and quoted names aside)."""
+    """Findings with the same code are the same problem (reports that name codes); else those
+    with the same fix; without a fix, the same text (numbers and quoted names aside)."""
+    if problem.code:
+        return problem.status, "", problem.code
     if problem.fix:
         return problem.status, problem.check, problem.fix
     masked = re.sub(r"\d+(?:[.,]\d+)*", "#", problem.found)
@@ -270,10 +301,12 @@ def common_problems(machines: Sequence[Machine]) -> list[CommonProblem]:
                 seen.add(key)
                 groups.setdefault(key, []).append((machine.source, problem))
     result = []
-    for (status, check, _), members in groups.items():
+    for (status, _, _code), members in groups.items():
         texts = Counter(p.found for _, p in members)
         example = texts.most_common(1)[0][0]
-        fix = members[0][1].fix
+        first = members[0][1]
+        check = f"{first.check} ({first.code})" if first.code else first.check
+        fix = Counter(p.fix for _, p in members).most_common(1)[0][0] if first.code else first.fix
         sources = [s for s, _ in members]
         result.append(CommonProblem(status, check, example, fix, sources, len(texts)))
     result.sort(key=lambda c: (PROBLEM_STATUSES.index(c.status), -len(c.sources), c.check))
@@ -322,12 +355,23 @@ def _cut(text: str, limit: int | None) -> str:
     return text[: limit - 3].rstrip() + "..."
 
 
+# What Markdown would read as code, emphasis, a link or an image, HTML, an entity, a table
+# cell's end or strikethrough; "http:", "www." and "@" would become links on GitHub.
+MARKDOWN_SYNTAX = re.compile(r"[\\`*_\[\]<>&|~@]|:(?=//)|(?<=www)\.", re.IGNORECASE)
+
+
+def as_markdown_text(text: str) -> str:
+    """Text that Markdown shows as it is: every character that could start a construct
+    (a link, an image, raw HTML, emphasis, a table cell) is escaped with a backslash."""
+    return MARKDOWN_SYNTAX.sub(lambda match: "\\" + match.group(0), text)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool) -> str:
     cells = [[str(c) for c in row] for row in rows]
     if markdown:
 
         def line(row: Sequence[str]) -> str:
-            return "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+            return "| " + " | ".join(as_markdown_text(c) for c in row) + " |"
 
         return "\n".join([line(headers), line(["---"] * len(headers))] + [line(r) for r in cells])
     cells = [[_cut(c, TEXT_CELL) for c in row] for row in cells]
@@ -386,19 +430,23 @@ def summarise(
     unreadable: Sequence[tuple[str, str]] = (),
     folder: str = "",
     markdown: bool = False,
+    skipped: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The whole summary as text (or Markdown)."""
     h1, h2 = ("# ", "## ") if markdown else ("", "")
+    plain = as_markdown_text if markdown else str
     out: list[str] = []
-    where = f" in {folder}" if folder else ""
-    out.append(f"{h1}verify_install reports{where}: {len(machines)} machines")
-    if unreadable:
-        out[-1] += f" ({len(unreadable)} more files unreadable)"
+    where = f" in {printable(folder)}" if folder else ""
+    out.append(f"{h1}{plain(f'verify_install reports{where}')}: {len(machines)} machines")
+    more = [f"{len(unreadable)} more files unreadable"] if unreadable else []
+    more += [f"{len(skipped)} left out"] if skipped else []
+    if more:
+        out[-1] += f" ({', '.join(more)})"
     projects = Counter(f"{m.project} (accelerator: {m.accelerator})" for m in machines)
     if projects:
         out.append(
             "Project: "
-            + "; ".join(f"{p} x{n}" if len(projects) > 1 else p for p, n in projects.items())
+            + plain("; ".join(f"{p} x{n}" if len(projects) > 1 else p for p, n in projects.items()))
         )
     counts = Counter(m.status for m in machines)
     total = max(len(machines), 1)
@@ -455,6 +503,9 @@ def summarise(
     if unreadable:
         out += ["", f"{h2}Unreadable files", ""]
         out.append(table(["file", "why"], unreadable, markdown))
+    if skipped:
+        out += ["", f"{h2}Left out of the summary", ""]
+        out.append(table(["file or folder", "why"], skipped, markdown))
     return "\n".join(out) + "\n"
 
 
@@ -471,7 +522,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "> reports/NAME.json",
     )
     parser.add_argument(
-        "folder", type=Path, help="folder with the reports (*.json, searched recursively)"
+        "folder",
+        type=Path,
+        help="folder with the reports (*.json and Notepad's *.json.txt, searched "
+        f"{MAX_DEPTH} folders deep; files over {MAX_REPORT_BYTES // 1_000_000} MB are not "
+        f"read, text fields are cut at {FIELD_LIMIT} characters)",
     )
     parser.add_argument(
         "--markdown", action="store_true", help="print Markdown tables instead of text"
@@ -482,15 +537,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     safe_console()
+    folder = printable(args.folder)
     if not args.folder.is_dir():
-        print(f"error: {args.folder} is not a folder", file=sys.stderr)
+        print(f"error: {folder} is not a folder", file=sys.stderr)
         return 2
-    machines, unreadable = load_folder(args.folder)
-    if not machines and not unreadable:
-        print(f"error: no *.json reports in {args.folder}", file=sys.stderr)
+    found = load_folder(args.folder)
+    if not found.machines and not found.unreadable:
+        print(f"error: no *.json reports in {folder}", file=sys.stderr)
+        for what, why in found.skipped:
+            print(f"  left out: {what}: {why}", file=sys.stderr)
         return 2
-    write_out(summarise(machines, unreadable, str(args.folder), args.markdown), end="")
-    return 0 if machines else 1
+    summary = summarise(found.machines, found.unreadable, str(args.folder), args.markdown,
+                        found.skipped)  # fmt: skip
+    write_out(summary, end="")
+    return 0 if found.machines else 1
 
 
 if __name__ == "__main__":
