@@ -34,6 +34,7 @@ from {{ cookiecutter.package_name }}.doctor.reports import (
     parse,
     summarise,
 )
+from {{ cookiecutter.package_name }}.machinery.untrusted import printable
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(__file__).resolve().parent / "data" / "reports"
@@ -591,3 +592,13 @@ def test_findings_with_the_same_code_are_one_problem(tmp_path):
 
     (problem,) = common_problems(load_folder(tmp_path).machines)
     assert problem.sources == ["ana.json", "ben.json"] and problem.variants == 2
+
+
+def test_text_from_a_stranger_is_printed_escaped_and_cut():
+    """The helper for any text from a file the user did not write (reports, lock files)."""
+    assert printable("ok\x1b[2J\r\n\t\u202e\x00") == "ok\\x1b[2J\\r\\n\\t\\u202e\\x00"
+    assert printable("Intel® Iris® Xe 显卡") == "Intel® Iris® Xe 显卡"
+    assert printable("\udcff") == "\\udcff"  # an undecodable byte of a file name
+    assert printable("A" * 1000, 10) == "AAAAAAAAAA... [cut: 1,000 characters]"
+    assert printable(None) == "" and printable(4) == "4"
+    assert "too long" in printable(10**5000)  # str() of it would raise

@@ -96,12 +96,14 @@ def find_reports(folder: Path) -> Found:
                     found.skipped.append((source + "/", why))
                 else:
                     below.append((path, depth + 1))
+            elif entry.name.startswith("."):
+                continue  # hidden files (.cookiecutter.json, .DS_Store) are nobody's report
             elif is_report_name(entry.name):
                 if is_file:
                     found.files.append((path, source))
                 else:
                     found.skipped.append((source, "not a regular file: not read"))
-            elif not entry.name.startswith(".") and entry.name != SAMPLES_MARKER:
+            elif entry.name != SAMPLES_MARKER:
                 others.append(source)
         stack.extend(reversed(below))
     if others:

@@ -366,7 +366,10 @@ def as_markdown_text(text: str) -> str:
     return MARKDOWN_SYNTAX.sub(lambda match: "\\" + match.group(0), text)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool) -> str:
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool, whole_last: bool = False
+) -> str:
+    """Markdown, or text columns cut at TEXT_CELL (all but the last, with ``whole_last``)."""
     cells = [[str(c) for c in row] for row in rows]
     if markdown:
 
@@ -374,7 +377,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool)
             return "| " + " | ".join(as_markdown_text(c) for c in row) + " |"
 
         return "\n".join([line(headers), line(["---"] * len(headers))] + [line(r) for r in cells])
-    cells = [[_cut(c, TEXT_CELL) for c in row] for row in cells]
+    cells = [
+        [
+            _cut(c, None if whole_last and i == len(row) - 1 else TEXT_CELL)
+            for i, c in enumerate(row)
+        ]
+        for row in cells
+    ]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
     def pad(row: Sequence[str]) -> str:
@@ -502,10 +511,10 @@ def summarise(
         out.append(table(["operator", "machines"], operators.most_common(), markdown))
     if unreadable:
         out += ["", f"{h2}Unreadable files", ""]
-        out.append(table(["file", "why"], unreadable, markdown))
+        out.append(table(["file", "why"], unreadable, markdown, whole_last=True))
     if skipped:
         out += ["", f"{h2}Left out of the summary", ""]
-        out.append(table(["file or folder", "why"], skipped, markdown))
+        out.append(table(["file or folder", "why"], skipped, markdown, whole_last=True))
     return "\n".join(out) + "\n"
 
 

@@ -20,7 +20,7 @@ FIELD_LIMIT = 400
 # Controls (C0, C1, DEL), format characters (bidi overrides and isolates, zero-width
 # characters), lone surrogates (undecodable file names) and the line/paragraph separators.
 ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-NAMED = {"\r": "\\r", "\b": "\\b", "\x1b": "\\x1b"}
+NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\x1b": "\\x1b"}
 
 
 def _escape(char: str) -> str:
@@ -48,9 +48,9 @@ def _as_text(value: Any) -> str:
 def printable(value: Any, limit: int | None = FIELD_LIMIT) -> str:
     """``value`` as one line that shows what it holds and cannot steer a terminal.
 
-    Line feeds and tabs become spaces (a line break inside one field cannot start a line of
-    its own); every other control, format or separator character is shown escaped; text
-    longer than ``limit`` characters is cut, with its length said. None is ""."""
+    Every control, format or separator character is shown escaped, line breaks and tabs
+    included (no field can start a line of its own); text longer than ``limit`` characters
+    is cut, with its length said. None is ""."""
     if value is None:
         return ""
     text = _as_text(value)
@@ -58,7 +58,6 @@ def printable(value: Any, limit: int | None = FIELD_LIMIT) -> str:
     cut = limit is not None and total > limit
     if cut:
         text = text[:limit]
-    text = text.replace("\r\n", "\n").replace("\n", " ").replace("\t", " ")
     shown = "".join(
         _escape(char) if unicodedata.category(char) in ESCAPED_CATEGORIES else char for char in text
     )
