@@ -590,8 +590,11 @@ def test_findings_with_the_same_code_are_one_problem(tmp_path):
         )  # fmt: skip
         (tmp_path / f"{person}.json").write_text(json.dumps(report), encoding="utf-8")
 
-    (problem,) = common_problems(load_folder(tmp_path).machines)
+    machines = load_folder(tmp_path).machines
+    (problem,) = common_problems(machines)
     assert problem.sources == ["ana.json", "ben.json"] and problem.variants == 2
+    assert problem.check == "GPU (GPU-NO-DRIVER)"
+    assert "(and 1 other fix in the reports)" in problem.fix
 
 
 def test_text_from_a_stranger_is_printed_escaped_and_cut():

@@ -306,7 +306,11 @@ def common_problems(machines: Sequence[Machine]) -> list[CommonProblem]:
         example = texts.most_common(1)[0][0]
         first = members[0][1]
         check = f"{first.check} ({first.code})" if first.code else first.check
-        fix = Counter(p.fix for _, p in members).most_common(1)[0][0] if first.code else first.fix
+        fixes = Counter(p.fix for _, p in members if p.fix)
+        fix = fixes.most_common(1)[0][0] if fixes else ""
+        if len(fixes) > 1:  # one code, a fix per GPU maker: the others are in the reports
+            others = len(fixes) - 1
+            fix += f" (and {others} other fix{'es' if others > 1 else ''} in the reports)"
         sources = [s for s, _ in members]
         result.append(CommonProblem(status, check, example, fix, sources, len(texts)))
     result.sort(key=lambda c: (PROBLEM_STATUSES.index(c.status), -len(c.sources), c.check))
