@@ -270,7 +270,7 @@ def test_without_a_trained_model_it_says_how_to_train_one(run_module, tmp_path, 
     result = run_module("draw", "--no-browser", cwd=tmp_path, timeout=child_limit)
 
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "no trained model at" in result.stderr
+    assert "no trained model in runs" in result.stderr
     assert "--dataset synthetic" in result.stderr
 
 

@@ -1,7 +1,7 @@
 """Draw a digit and watch your trained model read it, on the device it trained on.
 
-    python -m <package>.draw                       # runs/best.pt, opens the browser
-    python -m <package>.draw --checkpoint runs/last.pt --device cpu --no-browser
+    python -m <package>.draw                       # the latest run's best.pt; opens the browser
+    python -m <package>.draw --checkpoint runs/<run>/last.pt --device cpu --no-browser
 
 Starts a page on this computer only (http://127.0.0.1:<free port>/): draw with the mouse, a
 finger or a pen; the ten probabilities update as you draw, next to the 28x28 image the model
@@ -21,15 +21,15 @@ from pathlib import Path
 
 import torch
 
-from . import data
+from . import data, evaluate
 from .datasets import handwriting
 from .machinery import checkpoints, devices
-from .machinery.checkpoints import BEST
 from .machinery.cli import HelpFormatter, device_request, safe_console
 from .machinery.page_server import PageServer, RequestError
 from .model import LeNet5, to_device
 
 PAGE = Path(__file__).with_name("draw.html")
+RUNS_DIR = Path("runs")
 MAX_SIDE = 2048  # pixels; the page sends 280x280, a bigger image is refused before decoding
 
 
@@ -108,10 +108,18 @@ def predict_endpoint(reader: Reader):
 def no_model_message(path: Path) -> str:
     package = __package__ or "<package>"
     return (
-        f"There is no trained model at {path} yet. Train one first: "
+        f"There is no trained model in {path} yet. Train one first: "
         f"python -m {package}.train (MNIST), or offline "
         f"python -m {package}.train --dataset synthetic; or pass --checkpoint FILE."
     )
+
+
+def find_model(runs_dir: Path = RUNS_DIR) -> Path:
+    """best.pt (else last.pt) in ``runs_dir`` or its latest run, as evaluate finds it."""
+    try:
+        return evaluate.find_checkpoint(runs_dir)
+    except evaluate.EvaluationError:
+        raise DrawError(no_model_message(runs_dir)) from None
 
 
 def load_reader(path: Path, device: str = "auto", discovery=None) -> tuple[Reader, dict]:
@@ -150,7 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument(
-        "--checkpoint", type=Path, default=Path("runs") / BEST, help="the trained model"
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help=f"the trained model (default: best.pt of the latest run in {RUNS_DIR}/)",
     )
     parser.add_argument(
         "--device",
@@ -172,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --port must be from 0 to 65535, not {args.port}", file=sys.stderr)
         return 2
     try:
-        reader, state = load_reader(args.checkpoint, args.device)
+        path = args.checkpoint or find_model()
+        reader, state = load_reader(path, args.device)
         server = make_server(reader, args.port)
     except DrawError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -184,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    print(f"Model   : {args.checkpoint}", flush=True)
+    print(f"Model   : {path}", flush=True)
     print(f"Device  : {reader.device.describe()} answers", flush=True)
     if trained_on(state) == "synthetic":
         print(
