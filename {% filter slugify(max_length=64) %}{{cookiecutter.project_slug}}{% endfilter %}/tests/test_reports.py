@@ -420,13 +420,14 @@ def test_a_file_name_with_a_line_break_cannot_forge_a_line(tmp_path, capsys):
     [
         (json.dumps(dict(REPORT, findings=1)), "findings"),
         (json.dumps(dict(REPORT, fallback_operators=5)), "fallback_operators"),
+        (json.dumps(dict(REPORT, findings=[{"status": "warn", "found": "x"}] * 20_000)), "20,000"),
         (json.dumps(dict(REPORT, project="Digits")), "project"),
         (json.dumps(dict(REPORT, findings=[{"status": "fail", "found": ["a"]}])), "found"),
         (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": 1e999}}', "too large"),
         (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": ' + "9" * 400 + "}}", "digits"),
         (json.dumps(REPORT)[:-1] + ', "seconds": ' + "7" * 5000 + "}", "digits"),
     ],
-    ids=["findings", "operators", "project", "found", "float", "int", "int-4300"],
+    ids=["findings", "operators", "20k-findings", "project", "found", "float", "int", "int-4300"],
 )
 def test_a_malformed_report_is_unreadable_and_the_others_are_summarised(
     tmp_path, capsys, content, reason

@@ -23,6 +23,7 @@ from ..machinery.untrusted import printable
 MAX_REPORT_BYTES = 1_000_000  # a report is a few KB; the limit says so in the reason
 MAX_DEPTH = 16  # folders below this level are not searched
 MAX_DIGITS = 30  # no number in a report has more digits (a timing, an exit code)
+MAX_ENTRIES = 500  # findings or operators: a report holds a few dozen
 # The file that marks the project's own sample reports (tests/data/reports): they are kept
 # out of a summary of a folder above them, such as `reports .` in the project folder.
 SAMPLES_MARKER = "SAMPLES.md"
@@ -68,7 +69,7 @@ def find_reports(folder: Path) -> Found:
     left out with the reason. Links to folders are not followed (no loops); a walk with its
     own stack, not recursion, so no depth of folders can crash it."""
     found = Found()
-    others: list[str] = []
+    others, examples = 0, []  # files that are not reports: a count and the first few names
     stack = [(folder, 0)]
     while stack:
         directory, depth = stack.pop()
@@ -104,14 +105,14 @@ def find_reports(folder: Path) -> Found:
                 else:
                     found.skipped.append((source, "not a regular file: not read"))
             elif entry.name != SAMPLES_MARKER:
-                others.append(source)
+                others += 1
+                if len(examples) < 5:
+                    examples.append(source)
         stack.extend(reversed(below))
     if others:
-        examples = ", ".join(others[:5]) + (
-            f" and {len(others) - 5} more" if len(others) > 5 else ""
-        )
-        what = f"{len(others)} other file" + ("s" if len(others) > 1 else "")
-        found.skipped.append((what, f"not named *.json or *.json.txt: {examples}"))
+        named = ", ".join(examples) + (f" and {others - len(examples)} more" if others > 5 else "")
+        what = f"{others} other file" + ("s" if others > 1 else "")
+        found.skipped.append((what, f"not named *.json or *.json.txt: {named}"))
     found.files.sort(key=lambda item: item[1])
     return found
 
@@ -162,6 +163,10 @@ def _western(text: str) -> bool:
     )
 
 
+def _any_text(text: str) -> bool:
+    return True
+
+
 def decode(data: bytes) -> str:
     """Text of a report, whatever console wrote it: UTF-8 (with or without a byte order mark),
     UTF-16 (Windows PowerShell 5's ``>``) or a Windows code page. Between the code pages the
@@ -177,13 +182,12 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    always: Callable[[str], bool] = lambda text: True  # noqa: E731
-    candidates = [
+    candidates: list[tuple[str, Callable[[str], bool]]] = [
         ("gbk", _in_gb2312),
         ("cp1252", _western),
-        (locale.getpreferredencoding(False), always),
-        ("gbk", always),
-        ("cp1252", always),
+        (locale.getpreferredencoding(False), _any_text),
+        ("gbk", _any_text),
+        ("cp1252", _any_text),
     ]
     for encoding, plausible in candidates:
         try:

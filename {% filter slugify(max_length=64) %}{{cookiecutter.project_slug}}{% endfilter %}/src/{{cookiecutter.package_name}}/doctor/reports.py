@@ -34,6 +34,7 @@ from ..machinery.cli import safe_console, write_out
 from ..machinery.untrusted import FIELD_LIMIT, printable
 from .report_files import (
     MAX_DEPTH,
+    MAX_ENTRIES,
     MAX_REPORT_BYTES,
     ReportError,
     decode,
@@ -127,6 +128,14 @@ def _part(data: dict[str, Any], key: str, kind: type, where: str = "") -> Any:
     raise ReportError(f"{where}{key!r} is {_kind(value)}, not {KINDS[kind]}")
 
 
+def _entries(data: dict[str, Any], key: str) -> list[Any]:
+    """A list of a report (findings, operators), of the length a report can have."""
+    value = _part(data, key, list) or []
+    if len(value) > MAX_ENTRIES:
+        raise ReportError(f"{key!r} holds {len(value):,} entries: a report holds a few dozen")
+    return value
+
+
 def _text(data: dict[str, Any], key: str, default: str = "", where: str = "") -> str:
     """A text field, fit to print: control characters escaped, long text cut."""
     value = data.get(key)
@@ -152,7 +161,7 @@ def _number(data: dict[str, Any], key: str, where: str) -> float | None:
 def system_of(data: dict[str, Any]) -> str:
     """'Windows 11 build 22631 (AMD64)': the start of the OS check's finding, which names the
     Windows release and build (Python's own platform name says "Windows 10" on Windows 11)."""
-    for finding in _part(data, "findings", list) or []:
+    for finding in _entries(data, "findings"):
         if isinstance(finding, dict) and finding.get("check") == "OS" and finding.get("found"):
             found = str(finding["found"])[: FIELD_LIMIT * 2]
             return printable(re.split(r":\s|\.$", found, maxsplit=1)[0].strip())
@@ -161,7 +170,7 @@ def system_of(data: dict[str, Any]) -> str:
 
 def problems_of(data: dict[str, Any]) -> list[Problem]:
     problems = []
-    for index, finding in enumerate(_part(data, "findings", list) or []):
+    for index, finding in enumerate(_entries(data, "findings")):
         if not isinstance(finding, dict):
             continue  # a hole in an old report: the other findings still count
         where = f"findings[{index}]."
@@ -186,7 +195,7 @@ def machine_from(data: dict[str, Any], source: str) -> Machine:
     advice = _part(data, "recommendation", dict) or {}
     failed = _part(data, "failed_step", dict) or {}
     exit_code = _number(verdict, "exit_code", "verdict.")
-    operators = _part(data, "fallback_operators", list) or []
+    operators = _entries(data, "fallback_operators")
     return Machine(
         source=source,
         status=status,
