@@ -5,7 +5,8 @@
 
 For workshop instructors: every participant runs ``python -m <package>.verify_install --json``
 with its output redirected to a file named after them or their machine; collect the files in
-one folder (subfolders are searched too) and run this. The summary counts the verdicts and the
+one folder (subfolders are searched too; ``*.json`` in any case and Notepad's ``*.json.txt``
+are read) and run this. The summary counts the verdicts and the
 devices training will use, lists every machine (the ones that need help first), groups the
 problems that several machines share, with their fix, and lists which step of training fails
 on which GPU.
@@ -50,7 +51,7 @@ STATUS_ORDER = ("works", "cpu-fallback", "broken", "unknown")
 PROBLEM_STATUSES = ("fail", "warn")
 # Which problem explains a verdict best, when a machine has several of the same status.
 CHECK_PRIORITY = ("Project", "torch", "Smoke test", "Train step", "Device", "Chosen", "Python")
-TEXT_CELL = 60  # longest cell in the plain-text tables; Markdown cells are not cut
+TEXT_CELL = 60  # longest cell in the plain-text tables; Markdown cells are cut at FIELD_LIMIT
 TEXT_WIDTH = 100  # the plain-text problem list is wrapped to this width
 
 
