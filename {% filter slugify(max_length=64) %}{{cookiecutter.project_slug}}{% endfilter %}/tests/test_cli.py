@@ -315,3 +315,65 @@ def test_benchmark_says_why_directml_is_not_among_the_devices(
 )
 def test_names_from_drivers_lose_nuls_and_control_characters(raw, clean):
     assert cli.clean_name(raw) == clean
+
+
+HUNDREDS_OF_DIGITS = "9" * 400
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--epochs", HUNDREDS_OF_DIGITS], "--epochs: must be at most 100,000"),
+        (["--batch-size", HUNDREDS_OF_DIGITS], "--batch-size: must be at most 1,000,000"),
+        (["--epochs", "9" * 5000], "--epochs: must be at most 100,000"),  # past int()'s limit
+        (["--log-interval", HUNDREDS_OF_DIGITS], "--log-interval: must be at most"),
+    ],
+)
+def test_numbers_too_large_are_refused_before_training(
+    capsys, cpu_only, small_synthetic, tmp_path, args, expected
+):
+    """Not an OverflowError, not a run of zero steps that reports success."""
+    options = ["--dataset", "synthetic", "--device", "cpu", "--output-dir", str(tmp_path)]
+    with pytest.raises(SystemExit) as caught:
+        train.main([*options, *args])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err) < 1000
+    assert not (tmp_path / "last.pt").exists()
+
+
+def test_benchmark_refuses_more_batches_than_it_can_mean(capsys, cpu_only, monkeypatch):
+    def generate(n, seed=0):
+        if n > 10**6:  # what 100 million batches of 128 would ask for
+            raise MemoryError(f"cannot allocate {n} images")
+        return data.synthetic_digits(n, seed)
+
+    monkeypatch.setattr(data, "synthetic_digits", generate)
+    with pytest.raises(SystemExit) as caught:
+        benchmark.main(["--batches", "100000000"])
+    assert caught.value.code == 2
+    assert "--batches: must be at most 1,000,000" in capsys.readouterr().err
+
+
+def test_a_long_benchmark_needs_no_more_digits_than_a_short_one(cpu_discovery, monkeypatch):
+    asked = []
+    real = data.synthetic_digits
+
+    def generate(n, seed=0):
+        asked.append(n)
+        return real(n, seed)
+
+    monkeypatch.setattr(data, "synthetic_digits", generate)
+    batches = benchmark.POOL_BATCHES + 30
+    timings = benchmark.run_benchmark(cpu_discovery.options, batches, batch_size=2, warmup=1)
+    assert asked == [benchmark.POOL_BATCHES * 2]
+    assert timings[0].batches == batches and timings[0].samples == batches * 2
+    assert not timings[0].error and timings[0].seconds > 0
+
+
+def test_benchmark_help_states_each_default_once(capsys):
+    with pytest.raises(SystemExit):
+        benchmark.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: every available device)" in text
+    assert "(default: None)" not in text and "(default: 200)" in text

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import urllib.request
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from {{ cookiecutter.package_name }} import (
     evaluate,
 )
 from {{ cookiecutter.package_name }}.machinery import (
+    checkpoints,
     reporting,
 )
 
@@ -60,6 +63,77 @@ def test_a_foreign_file_is_a_clear_error(tmp_path, cpu_discovery):
     torch.save({"fc.weight": torch.zeros(2)}, path)
     with pytest.raises(evaluate.EvaluationError, match="not a checkpoint written by this project"):
         evaluate.evaluate_checkpoint(path, "cpu", discovery=cpu_discovery)
+
+
+def mnist_checkpoint(trained_run, folder, data_dir):
+    """best.pt of a run on MNIST that read its data from ``data_dir`` (another machine's)."""
+    state = checkpoints.load_checkpoint(trained_run / "best.pt")
+    state["config"]["dataset"] = "mnist"
+    state["data_dir"] = str(data_dir)
+    checkpoints.save_checkpoint(state, folder / "best.pt")
+    return folder / "best.pt"
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """Every URL torchvision tries to open, refused as offline."""
+    opened = []
+
+    def refuse(url, *args, **kwargs):
+        opened.append(url)
+        raise OSError("network is unreachable (blocked by the test)")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    return opened
+
+
+def test_the_data_folder_a_checkpoint_names_is_never_created_or_downloaded_into(
+    capsys, cpu_only, downloads, trained_run, tmp_path
+):
+    elsewhere = tmp_path / "home" / "someone" / "data"  # where its trainer kept MNIST
+    path = mnist_checkpoint(trained_run, tmp_path, elsewhere)
+    assert evaluate.main(["--checkpoint", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"trained on MNIST from {elsewhere}, which does not hold the test files" in err
+    assert "Pass --data-dir" in err and "Traceback" not in err
+    assert not (tmp_path / "home").exists()
+    assert downloads == []
+
+
+def test_text_from_a_checkpoint_cannot_control_the_terminal(
+    capsys, cpu_only, downloads, trained_run, tmp_path
+):
+    path = mnist_checkpoint(trained_run, tmp_path, "data\x1b]0;pwned\x07\x1b[2J")
+    assert evaluate.main(["--checkpoint", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "data\\x1b]0;pwned\\x07" in err
+
+
+def test_data_dir_is_said_to_be_ignored_for_synthetic_digits(
+    capsys, cpu_only, trained_run, tmp_path
+):
+    shutil.copy(trained_run / "best.pt", tmp_path / "best.pt")
+    args = ["--checkpoint", str(tmp_path / "best.pt"), "--data-dir", str(tmp_path / "mnist")]
+    assert evaluate.main(args) == 0
+    out = capsys.readouterr().out
+    assert "note: --data-dir is ignored: this checkpoint was trained on synthetic digits" in out
+    assert "SYNTHETIC test digits" in out
+    assert not (tmp_path / "mnist").exists()
+
+
+def test_a_data_dir_that_is_a_file_gets_advice_that_can_work(
+    capsys, cpu_only, downloads, trained_run, tmp_path
+):
+    path = mnist_checkpoint(trained_run, tmp_path, tmp_path)
+    a_file = tmp_path / "mnist.zip"
+    a_file.write_bytes(b"PK")
+    assert evaluate.main(["--checkpoint", str(path), "--data-dir", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert f"--data-dir {a_file} is a file, not a folder" in err
+    package = evaluate.__package__
+    assert f"python -m {package}.data --data-dir data" in err
+    assert f"--data-dir {a_file}  (" not in err and f".data --data-dir {a_file}" not in err
+    assert downloads == []
 
 
 def cell_colours(figure, cells):

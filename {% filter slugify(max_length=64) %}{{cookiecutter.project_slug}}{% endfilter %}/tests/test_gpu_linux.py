@@ -350,7 +350,9 @@ def test_a_user_outside_the_render_group_is_told_which_group_to_join(drm, tools,
     assert denied.status == WARN and "/dev/kfd (group render)" in denied.found
     assert "renderD128" not in denied.found  # that one opens
     assert "`sudo usermod -aG render,video $USER`" in denied.fix and "log out" in denied.fix
-    assert not [f for f in envcheck.check_gpus(project("cpu"), LINUX, scan) if f.code == denied.code]
+    assert not [
+        f for f in envcheck.check_gpus(project("cpu"), LINUX, scan) if f.code == denied.code
+    ]
 
 
 def test_a_machine_without_dev_kfd_is_told_that_rocm_finds_no_gpu(drm, tools):

@@ -30,8 +30,12 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.doctor import (
     envcheck,
+    recommend,
     stepwise,
     verify_install,
+)
+from {{ cookiecutter.package_name }}.doctor.codes import (
+    CODES,
 )
 from {{ cookiecutter.package_name }}.doctor.envcheck import (
     FAIL,
@@ -50,6 +54,7 @@ from {{ cookiecutter.package_name }}.machinery import (
 )
 from {{ cookiecutter.package_name }}.machinery.project import (
     Project,
+    load_project,
 )
 
 LIBD3D12 = (
@@ -436,6 +441,8 @@ REFERENCES = {
         "GPU" in label and ("ROCm" in fix or "XPU" in fix) for label, fix in out.fixes
     ),
     r"report the reason on this line": lambda out: any("Device" in label for label, _ in out.fixes),
+    r"the Environment line": lambda out: any(check == "Environment" for _, check in out.rows),
+    r"the Environment fix": lambda out: any("Environment" in label for label, _ in out.fixes),
 }
 POINTER = re.compile(
     r"\bthe [\w-]+ (?:lines?|fix(?:es)?)\b|\babove\b|\bbelow\b|\bthis line\b", re.IGNORECASE
@@ -505,7 +512,7 @@ def broken_installs(out: Printed, pins: dict) -> list:
                 next(words, None)
             elif not word.startswith("-"):
                 name, _, version = word.partition("==")
-                if pins.get(name) != version:
+                if pins.get(name) != version.split("+")[0]:  # '2.14.1+xpu' is the pin's build
                     problems.append(f"`pip install {command}` installs {word}")
     return problems
 
@@ -533,6 +540,45 @@ NOT_INSTALLED = {
 }
 DML_FAILED = "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
 NO_CUDA_BUILD = "this torch build has no CUDA or ROCm support"
+# AMD on Linux, as the kernel's KFD topology names them (no ROCm installed to name them better).
+LINUX_RX_6700_XT = Gpu("AMD GPU 0x73df", 0x1002, 0x73DF, 12 * 2**30, driver="amdgpu",
+                       source="/sys/class/drm", gfx_target="gfx1031",
+                       render_node="/dev/dri/renderD128")  # fmt: skip
+LINUX_780M = Gpu("AMD GPU 0x15bf", 0x1002, 0x15BF, 512 * 2**20, driver="amdgpu",
+                 source="/sys/class/drm", gfx_target="gfx1103",
+                 render_node="/dev/dri/renderD128")  # fmt: skip
+LINUX_B580 = Gpu("Intel GPU 0xe20b", 0x8086, 0xE20B, driver="xe", source="/sys/class/drm")
+RX_7800 = Gpu("AMD Radeon RX 7800 XT", 0x1002, 0x747E, 16 * 2**30, "32.0.21013.1000",
+              datetime.date(2025, 1, 20), source="DXGI")  # fmt: skip
+ROCM_RX_6700 = devices.DeviceOption(  # torch's ROCm build lists it as cuda:0 (a CPU in disguise)
+    "cuda", 0, "AMD Radeon RX 6700 XT", torch.device("cpu"), {"float64": True}
+)
+DML_RX_7800 = devices.DeviceOption(
+    "directml", 0, "AMD Radeon RX 7800 XT", torch.device("cpu"),
+    {"float64": False, "adapter_rank": 2},
+)  # fmt: skip
+HIP_ERROR = (
+    "HIP error: invalid device function\nHIP kernel errors might be asynchronously reported at "
+    "some other API call, so the stacktrace below might be incorrect.\nFor debugging consider "
+    "passing AMD_SERIALIZE_KERNEL=3\nCompile with `TORCH_USE_HIP_DSA` to enable device-side "
+    "assertions.\n"
+)
+HIP_SMOKE = "cuda:0 failed a smoke test: RuntimeError: " + HIP_ERROR.splitlines()[0]
+
+
+class HipLeNet(model.LeNet5):
+    """ROCm without kernels for the GPU's gfx target: the first layer on the 'device' fails."""
+
+    def to(self, *args, **kwargs):
+        moved = super().to(*args, **kwargs)
+
+        def forward(x):
+            raise RuntimeError(HIP_ERROR)
+
+        moved.conv1.forward = forward
+        return moved
+
+
 CUDA_INIT = "CUDA failed to initialise: RuntimeError: CUDA driver version is insufficient"
 CUDA_PINS = {"torch": "2.14.1", "torchvision": "0.29.1"}
 
@@ -576,6 +622,21 @@ SITUATIONS = [
      [("cuda", "torch has CUDA support but sees no GPU", False)], "auto", None, "pins"),
     ("torch-missing", "directml", WINDOWS, [NEW_RADEON], [], [], "auto", None,
      {"torchvision": "0.19.1"}),
+    ("linux-no-gpu-directml-missing", "directml", LINUX_X86, [ASPEED], [],
+     [("directml", NOT_INSTALLED["directml"], False)], "auto", None,
+     {"torch": "2.4.1", "torchvision": "0.19.1"}),
+    ("linux-rx-6700-xt-rocm-smoke-fails", "rocm", LINUX_X86, [LINUX_RX_6700_XT], [ROCM_RX_6700],
+     [], "auto", HipLeNet, "pins"),
+    ("linux-780m-rocm-kernels-fail", "rocm", LINUX_X86, [LINUX_780M], [],
+     [("cuda", HIP_SMOKE, True)], "auto", None, "pins"),
+    ("linux-780m-directml-project", "directml", LINUX_X86, [LINUX_780M], [],
+     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+    ("windows-rx-7800-dml-works", "directml", WINDOWS, [RX_7800], [DML_RX_7800], [], "auto",
+     None, "pins"),
+    ("xpu-project-with-a-cuda-build", "xpu", LINUX_X86, [LINUX_B580], [],
+     [("xpu", "no Intel XPU (needs Intel's torch build, 2.5 or later)", False),
+      ("cuda", "torch has CUDA support but sees no GPU", False)], "auto", None,
+     {"torch": "2.14.1+cu130", "torchvision": "0.29.1+cu130"}),
 ]  # fmt: skip
 
 
@@ -590,12 +651,21 @@ class DriftingLeNet(model.LeNet5):
 
 
 def advice_project(accelerator, env_manager):
-    pins = CUDA_PINS if accelerator == "cuda" else PINS[accelerator]
-    index = "https://download.pytorch.org/whl/cu130" if accelerator == "cuda" else ""
-    low = "3.8" if accelerator == "directml" else "3.10"
-    high = "3.12" if accelerator == "directml" else "3.14"
-    return Project("LeNet test", "lenet_test", accelerator, "3.11", low, high, "", pins, index,
-                   env_manager, "lenet-test")  # fmt: skip
+    """A project of the support table's stacks (this project's own), as generated for
+    ``accelerator``."""
+    stack = load_project().stacks[accelerator]
+    return Project("LeNet test", "lenet_test", accelerator, "3.11", stack["python_min"],
+                   stack["python_max"], "", dict(stack["pins"]), stack["index_url"],
+                   env_manager, "lenet-test", load_project().stacks)  # fmt: skip
+
+
+def installed_pins(project):
+    """The pins as the stack's environment file installs them: torch with its build tag."""
+    tag = project.stacks[project.accelerator].get("local_version", "")
+    built = ("torch", "torchvision")
+    return {
+        name: version + (tag if name in built else "") for name, version in project.pins.items()
+    }
 
 
 @pytest.fixture
@@ -608,7 +678,7 @@ def situation(monkeypatch):
     def describe(name, accelerator, os_facts, gpus, options, unavailable, request, lenet,
                  installed, env_manager, args=()):  # fmt: skip
         chosen = advice_project(accelerator, env_manager)
-        packages = dict(chosen.pins) if installed == "pins" else installed
+        packages = installed_pins(chosen) if installed == "pins" else installed
         found = devices.Discovery(
             list(options) + [CPU], [devices.Unavailable(*u) for u in unavailable]
         )
@@ -632,8 +702,8 @@ def situation(monkeypatch):
             verify_install, "check_packages", lambda project: check_packages(project, packages.get)
         )
         fake_devices = SimpleNamespace(discover=lambda: found, choose=devices.choose)
-        fake_model = SimpleNamespace(LeNet5=DriftingLeNet if lenet else model.LeNet5)
-        modules = (fake_devices, fake_model, train)
+        lenet = lenet if isinstance(lenet, type) else DriftingLeNet if lenet else model.LeNet5
+        modules = (fake_devices, SimpleNamespace(LeNet5=lenet), train)
         monkeypatch.setattr(verify_install, "load_modules", lambda: modules)
         if "torch" not in packages:
             monkeypatch.setattr(verify_install, "import_torch", no_torch)
@@ -749,7 +819,7 @@ def test_an_environment_of_another_stack_is_judged_by_that_stacks_pins(
                    PINS["directml"], "", stacks=stacks)  # fmt: skip
     machine(options=[])
     monkeypatch.setattr(verify_install, "load_project", lambda: room)
-    monkeypatch.setattr(verify_install, "active_stack", lambda: "xpu")
+    monkeypatch.setattr(verify_install, "active_stack", lambda project=None: "xpu")
     installed = {"torch": "2.14.1+xpu", "torchvision": "0.29.1+xpu"}
     check = verify_install.check_packages
     monkeypatch.setattr(verify_install, "check_packages", lambda p: check(p, installed.get))
@@ -949,3 +1019,243 @@ def test_an_error_that_shows_only_when_a_result_is_read_back_says_so():
         progress.read_back(SimpleNamespace(detach=lambda: SimpleNamespace(to=to)))
     failed = progress.failed("RuntimeError: DirectML: device removed")
     assert failed.describe().endswith("(cross-entropy) (when its result was read back to the CPU)")
+
+
+# ------------------------------------------------------------- advice that agrees with itself
+# Over every situation above: the fixes name one environment to create and never install
+# another stack's packages beside it, and none says "nothing to install" while another installs.
+
+CREATE = re.compile(r"\b(?:Create|Use) the (\w+) environment\b")
+NOTHING = re.compile(r"\bnothing (?:to install|is needed)\b", re.IGNORECASE)
+INSTALLS = re.compile(r"`pip install [^`]*`|`conda env (?:create|update)[^`]*`")
+
+
+def stack_of_install(command: str, default: str) -> str:
+    """The stack an install command puts into the environment."""
+    file = re.search(r"environments/(\w+)\.(?:txt|yml)", command)
+    if file:
+        return file.group(1)
+    if "torch-directml" in command or "torch==2.4.1" in command:
+        return "directml"
+    tag = re.search(r"torch==[\d.]+\+([a-z]+)", command)
+    if tag:
+        return {"cu": "cuda"}.get(tag.group(1), tag.group(1))
+    return default
+
+
+def contradictions(out: Printed, default: str) -> list:
+    problems = []
+    created = {stack for _, fix in out.fixes for stack in CREATE.findall(fix)}
+    if len(created) > 1:
+        problems.append(f"fixes create {sorted(created)}")
+    for label, fix in out.fixes:
+        deferring = "rather than repairing" in fix  # the repair is offered as the other way
+        for command in INSTALLS.findall(fix):
+            stack = stack_of_install(command, default)
+            if created and stack not in created and not deferring:
+                problems.append(f"[{label}] installs {stack} beside creating {sorted(created)}")
+    installs = [label for label, fix in out.fixes if INSTALLS.search(fix) or CREATE.search(fix)]
+    for label, fix in out.fixes:
+        if NOTHING.search(fix) and installs:
+            problems.append(f"[{label}] says nothing to install, [{installs[0]}] installs")
+    return problems
+
+
+@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+@pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
+def test_no_two_fixes_contradict_each_other(situation, capsys, case, env_manager):
+    _code, chosen = situation(*case, env_manager)
+    out = read_output(capsys.readouterr().out)
+
+    assert contradictions(out, chosen.accelerator) == [], out.text
+
+
+def test_the_contradiction_check_catches_the_cpu_environment_beside_the_directml_pins():
+    out = read_output(
+        "  WARN  Environment  Best for this machine: cpu, but this environment runs directml.\n"
+        "  WARN  torch-directml  torch-directml is not installed (pinned: 0.2.5.dev240914).\n\n"
+        "Verdict (exit 3): CPU FALLBACK: directml is not usable here.\n"
+        "You can go on to training: it will use the CPU, only slower.\n\n"
+        "Fixes:\n"
+        "  1. [WARN Environment] Create the cpu environment in the project folder.\n"
+        "  2. [WARN torch-directml] `pip install torch==2.4.1 torch-directml==0.2.5.dev240914`\n"
+        "  3. [WARN OS] Nothing is needed to train on this machine.\n"
+    )
+    assert contradictions(out, "directml") == [
+        "[torch-directml] installs directml beside creating ['cpu']",
+        "[OS] says nothing to install, [Environment] installs",
+    ]
+
+
+def test_a_fresh_directml_environment_on_linux_without_a_gpu_is_sent_to_the_cpu_one(
+    situation, capsys
+):
+    case = next(case for case in SITUATIONS if case[0] == "linux-no-gpu-directml-missing")
+    situation(*case, "venv")
+    out = read_output(capsys.readouterr().out)
+
+    fixes = dict(out.fixes)
+    assert "Create the cpu environment" in fixes["Environment"]
+    (missing,) = [fix for label, fix in out.fixes if "torch-directml" in label]
+    assert "rather than repairing this directml one: directml cannot train on Linux" in missing
+    assert "pip install" not in missing
+
+
+# ------------------------------------------------------------------ AMD GPUs on Linux (ROCm)
+
+
+def test_invalid_device_function_in_the_smoke_test_names_the_target_and_the_override(
+    situation, capsys, monkeypatch
+):
+    monkeypatch.delenv("HSA_OVERRIDE_GFX_VERSION", raising=False)
+    case = next(case for case in SITUATIONS if case[0] == "linux-rx-6700-xt-rocm-smoke-fails")
+    code, _ = situation(*case, "venv")
+    out = read_output(capsys.readouterr().out)
+
+    assert code == verify_install.EXIT_BROKEN
+    found, fix = failing_row(out, "Smoke test")
+    assert "invalid device function" in found and "gfx1031" in found
+    assert "`export HSA_OVERRIDE_GFX_VERSION=10.3.0`" in fix and "Unofficial" in fix
+    gpu = [text for check, text in out.row_texts if check == "GPU" and "gfx1031 is not" in text]
+    assert gpu and "unofficial" in gpu[0]
+
+
+def test_invalid_device_function_at_device_discovery_names_the_780ms_override(
+    situation, capsys, monkeypatch
+):
+    monkeypatch.delenv("HSA_OVERRIDE_GFX_VERSION", raising=False)
+    case = next(case for case in SITUATIONS if case[0] == "linux-780m-rocm-kernels-fail")
+    code, _ = situation(*case, "conda")
+    out = read_output(capsys.readouterr().out)
+
+    assert code == verify_install.EXIT_CPU_FALLBACK
+    (row,) = [text for check, text in out.row_texts if check == "Device" and "HIP" in text]
+    assert "gfx1103" in row and "gfx1100" in row
+    assert any("HSA_OVERRIDE_GFX_VERSION=11.0.0" in fix for label, fix in out.fixes)
+
+
+def test_an_override_that_is_set_and_still_fails_says_to_train_on_the_cpu(
+    situation, capsys, monkeypatch
+):
+    monkeypatch.setenv("HSA_OVERRIDE_GFX_VERSION", "10.3.0")
+    case = next(case for case in SITUATIONS if case[0] == "linux-rx-6700-xt-rocm-smoke-fails")
+    situation(*case, "venv")
+    found, fix = failing_row(read_output(capsys.readouterr().out), "Smoke test")
+    assert "is set (10.3.0)" in found and "--device cpu" in fix
+
+
+def test_a_radeon_rx_7800_on_windows_hears_of_amds_preview_but_stays_on_directml(situation, capsys):
+    case = next(case for case in SITUATIONS if case[0] == "windows-rx-7800-dml-works")
+    code, _ = situation(*case, "venv")
+    out = read_output(capsys.readouterr().out)
+
+    assert code == verify_install.EXIT_OK
+    text = " ".join(out.text.split())  # ok rows, wrapped
+    note = text.split("RX 7800 XT: AMD also publishes", 1)[1].split(" ok Environment ")[0]
+    assert "as a preview" in note and '"not yet stable for production use"' in note
+    assert "stays directml" in note
+    assert "Best for this machine: directml (environments/directml.yml" in text
+
+
+# --------------------------------------------------------------------- the build, not the version
+PYPI_LINUX_VERSION_PY = """\
+from typing import Optional
+
+__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'rocm', 'xpu']
+__version__ = '2.14.1+cu130'
+debug = False
+cuda: Optional[str] = '13.0'
+git_version = '5c4886908584029761b579af026dcfb627c84070'
+hip: Optional[str] = None
+rocm: Optional[str] = None
+xpu: Optional[str] = None
+"""
+PYPI_WINDOWS_VERSION_PY = PYPI_LINUX_VERSION_PY.replace("+cu130", "+cpu").replace("'13.0'", "None")
+PYPI_MACOS_VERSION_PY = PYPI_LINUX_VERSION_PY.replace("+cu130", "").replace("'13.0'", "None")
+
+
+@pytest.mark.parametrize(
+    "stack,torch_version,version_py,status",
+    [
+        ("xpu", "2.14.1", PYPI_LINUX_VERSION_PY, FAIL),  # the extra index lost: PyPI's CUDA build
+        ("xpu", "2.14.1+cu130", "", FAIL),
+        ("xpu", "2.14.1+xpu", "", OK),
+        ("rocm", "2.14.1+rocm7.14", "", OK),
+        ("rocm", "2.14.1+rocm7.2", "", OK),  # another ROCm version is still ROCm
+        ("rocm", "2.14.1", PYPI_LINUX_VERSION_PY, FAIL),
+        ("cuda", "2.14.1", PYPI_LINUX_VERSION_PY, OK),  # PyPI's Linux wheel is the CUDA 13.0 one
+        ("cuda", "2.14.1", PYPI_WINDOWS_VERSION_PY, FAIL),  # PyPI's Windows wheel has no CUDA
+        ("cuda", "2.14.1+cu126", "", OK),
+        ("cpu", "2.14.1+cpu", "", OK),
+        ("cpu", "2.14.1", PYPI_MACOS_VERSION_PY, OK),
+        ("cpu", "2.14.1", PYPI_LINUX_VERSION_PY, WARN),  # trains, with 3 GB of CUDA unused
+    ],
+)
+def test_the_build_of_torch_is_checked_as_well_as_its_version(
+    stack, torch_version, version_py, status
+):
+    chosen = advice_project(stack, "venv")
+    versions = {"torch": torch_version, "torchvision": "0.29.1" + torch_version[6:]}
+    findings, _ = verify_install.check_packages(chosen, versions.get, lambda: version_py)
+
+    assert [f.status for f in findings if f.check == "torch"] == [OK]  # the version is right
+    (build,) = [f for f in findings if f.check == "torch build"]
+    assert build.status == status, build
+    if status != OK:
+        tag = chosen.stacks[stack]["local_version"]
+        assert build.code == "TORCH-WRONG-BUILD"
+        assert f"torch==2.14.1{tag} torchvision==0.29.1{tag}" in build.fix
+        assert f"--index-url {chosen.index_url}" in build.fix
+
+
+def test_a_cuda_build_in_an_xpu_environment_is_a_fail_with_the_fix(machine, capsys, monkeypatch):
+    """The room's xpu environment whose index could not be reached: pip took PyPI's torch."""
+    room = advice_project("directml", "venv")
+    machine(options=[])
+    monkeypatch.setattr(verify_install, "load_project", lambda: room)
+    monkeypatch.setattr(sys, "prefix", str(Path.home() / "lenet-test" / ".venv-xpu"))
+    installed = {"torch": "2.14.1", "torchvision": "0.29.1"}
+    check = verify_install.check_packages
+    monkeypatch.setattr(
+        verify_install,
+        "check_packages",
+        lambda p: check(p, installed.get, PYPI_LINUX_VERSION_PY.strip),
+    )
+
+    code, report = run_json(capsys)
+
+    assert report["project"]["accelerator"] == "xpu"  # the environment's name says xpu
+    (build,) = findings(report, "torch build")
+    assert build["status"] == "fail" and "PyPI's build (+cu130, CUDA)" in build["found"]
+    assert "--index-url https://download.pytorch.org/whl/xpu" in build["fix"]
+
+
+@pytest.mark.parametrize(
+    "prefix,conda,stack",
+    [
+        ("/home/ann/lenet-test/.venv-xpu", "", "xpu"),
+        ("C:\\Users\\Ann\\lenet-test\\.venv-rocm", "", "rocm"),
+        ("/home/ann/miniforge3/envs/lenet-test-cuda", "lenet-test-cuda", "cuda"),
+        ("/home/ann/lenet-test/.venv", "", None),
+        ("/home/ann/miniforge3/envs/lenet-test", "lenet-test", None),  # the default environment
+    ],
+)
+def test_the_stack_an_environment_serves_is_read_from_its_name(prefix, conda, stack):
+    stacks = load_project().stacks
+    if "\\" in prefix and os.sep == "/":
+        prefix = prefix.replace("\\", "/")
+    assert recommend.environment_stack(stacks, "lenet-test", prefix, conda) == stack
+
+
+# ------------------------------------------------------------------ --json: codes for programs
+
+
+@pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
+def test_every_finding_of_every_situation_has_a_registered_code(situation, capsys, case):
+    code, _ = situation(*case, "venv", args=["--json"])
+    report = json.loads(capsys.readouterr().out)
+
+    assert report["schema_version"] == 2 and report["verdict"]["exit_code"] == code
+    unknown = [(f["check"], f["code"]) for f in report["findings"] if f["code"] not in CODES]
+    assert unknown == []
+    assert "WARN lines above" not in report["verdict"]["message"]  # JSON has no lines above

@@ -7,11 +7,16 @@ Each device trains the same freshly initialised model on the same synthetic digi
 download), with the same training step as ``train``. A few warm-up batches come first (kernel
 selection, memory allocation). The clock stops after a readback of the summed loss: DirectML
 has no ``synchronize``, and a readback waits for all queued work on every backend.
+
+The digits are a pool of at most ``POOL_BATCHES`` batches on the device, gone through again
+and again: a long benchmark needs no more memory than a short one. On a terminal a progress
+bar shows how far each device is.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from dataclasses import dataclass
@@ -21,7 +26,8 @@ import torch
 
 from . import data
 from .machinery import devices, reporting
-from .machinery.cli import positive_int, safe_console
+from .machinery.cli import HelpFormatter, command, safe_console, whole_number, write_err, write_out
+from .machinery.console import epoch_bar
 from .machinery.optim import build_optimizer
 from .machinery.project import load_project
 from .model import LeNet5, to_device
@@ -29,6 +35,9 @@ from .train import train_step
 
 DEFAULT_BATCHES = 200
 DEFAULT_WARMUP = 10
+POOL_BATCHES = 50  # distinct batches of digits; more batches repeat them
+MAX_BATCHES = 1_000_000  # hours on a CPU already
+MAX_BATCH_SIZE = 16_384  # LeNet's activations for such a batch take about 400 MB
 
 
 @dataclass
@@ -49,24 +58,33 @@ def time_epoch(
     split: data.Split,
     batch_size: int,
     warmup: int = DEFAULT_WARMUP,
+    batches: int | None = None,
 ) -> Timing:
-    """Train one pass over ``split`` on ``option``'s device and time it; errors are recorded."""
-    timing = Timing(option, data.num_batches(len(split), batch_size), len(split))
+    """Train ``batches`` batches (default: one pass over ``split``) on ``option``'s device and
+    time them, going through ``split`` again where it holds fewer; errors are recorded."""
+    if batches is None:
+        batches, samples = data.num_batches(len(split), batch_size), len(split)
+    else:
+        samples = batches * batch_size  # run_benchmark's pool holds whole batches only
+    timing = Timing(option, batches, samples)
     try:
         device = option.device
         torch.manual_seed(0)
-        on_device = split.to(device)
+        pool = list(data.batches(split.to(device), batch_size))  # slices: no copies
         model = to_device(LeNet5(), device)  # to the device first, then the optimizer
         optimizer = build_optimizer("sgd", model.parameters(), 0.01, device.type)
         loss = torch.zeros((), device=device)
-        for images, labels in data.batches(on_device, batch_size, limit=warmup):
+        for images, labels in itertools.islice(itertools.cycle(pool), warmup):
             loss, _ = train_step(model, optimizer, images, labels)
         float(loss.item())  # wait for the warm-up to finish
         start = time.perf_counter()
         loss_sum = torch.zeros((), device=device)
-        for images, labels in data.batches(on_device, batch_size):
-            batch_loss, _ = train_step(model, optimizer, images, labels)
-            loss_sum += batch_loss
+        with epoch_bar(0, 1, batches, 0) as bar:  # on a terminal only; it never reads back
+            bar.set_description(option.label)
+            for images, labels in itertools.islice(itertools.cycle(pool), batches):
+                batch_loss, _ = train_step(model, optimizer, images, labels)
+                loss_sum += batch_loss
+                bar.update(1)
         float(loss_sum.item())  # the readback is the barrier: all queued work is done
         timing.seconds = time.perf_counter() - start
     except Exception as error:  # out of memory, an unsupported operator, a driver error
@@ -82,12 +100,12 @@ def run_benchmark(
     progress: Callable[[str], None] | None = None,
 ) -> list[Timing]:
     """Time each device in turn; ``progress`` gets a line before and after each device."""
-    split = data.synthetic_digits(batches * batch_size, seed=7)
+    split = data.synthetic_digits(min(batches, POOL_BATCHES) * batch_size, seed=7)
     timings = []
     for number, option in enumerate(options, 1):
         if progress:
             progress(f"[{number}/{len(options)}] {option.describe()}: timing ...")
-        timing = time_epoch(option, split, batch_size, warmup)
+        timing = time_epoch(option, split, batch_size, warmup, batches)
         if progress:
             result = f"failed ({timing.error})" if timing.error else f"{timing.seconds:.2f} s"
             progress(f"[{number}/{len(options)}] {option.label}: {result}")
@@ -137,39 +155,51 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m {__package__ or '<package>'}.benchmark",
         description="Time one training epoch of LeNet-5 (synthetic digits) on each device.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
-        "--batches", type=positive_int, default=DEFAULT_BATCHES, help="batches per epoch"
+        "--batches",
+        type=whole_number(1, MAX_BATCHES),
+        default=DEFAULT_BATCHES,
+        help=f"batches per epoch (at most {MAX_BATCHES:,})",
     )
-    parser.add_argument("--batch-size", type=positive_int, default=128, help="batch size")
     parser.add_argument(
-        "--warmup", type=positive_int, default=DEFAULT_WARMUP, help="untimed batches first"
+        "--batch-size",
+        type=whole_number(1, MAX_BATCH_SIZE),
+        default=128,
+        help=f"batch size (at most {MAX_BATCH_SIZE:,})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=whole_number(1, MAX_BATCHES),
+        default=DEFAULT_WARMUP,
+        help="untimed batches first",
     )
     parser.add_argument(
         "--device",
         action="append",
         default=None,
-        help="a device to time (repeat for several; default: every available device)",
+        help="a device to time, repeat for several (default: every available device)",
     )
     return parser
 
 
+@command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: list[str] | None = None) -> int:
     safe_console()
     args = build_parser().parse_args(argv)
-    print("Looking for devices ...", flush=True)
+    write_out("Looking for devices ...")
     found = devices.discover()
     try:
         options = [devices.choose(r, found) for r in args.device] if args.device else found.options
     except devices.DeviceNotAvailable as error:
-        print(f"error: {error}", file=sys.stderr)
+        write_err(f"error: {error}")
         return 2
     if not args.device:  # devices the user named need no note about the others
         for note in missing_notes(found, options, _accelerator()):
-            print(note)
+            write_out(note)
     samples = args.batches * args.batch_size
-    print(
+    write_out(
         f"Timing one epoch of {args.batches} batches x {args.batch_size} = {samples} SYNTHETIC "
         f"digits on {len(options)} device(s), after {args.warmup} warm-up batches ..."
     )
@@ -179,12 +209,12 @@ def main(argv: list[str] | None = None) -> int:
             args.batches,
             args.batch_size,
             args.warmup,
-            lambda line: print(line, flush=True),
+            write_out,
         )
     except KeyboardInterrupt:
-        print("Interrupted.", file=sys.stderr)
+        write_err("Interrupted.")
         return 130
-    print(format_timings(timings))
+    write_out(format_timings(timings))
     return 1 if all(t.error for t in timings) else 0
 
 

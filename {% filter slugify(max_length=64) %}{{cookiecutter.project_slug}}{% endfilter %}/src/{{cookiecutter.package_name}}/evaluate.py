@@ -1,14 +1,18 @@
 """Evaluate a trained checkpoint on the test set: accuracy, per-class accuracy, confusion matrix.
 
-    python -m <package>.evaluate                  # runs/best.pt, else runs/last.pt
+    python -m <package>.evaluate                  # the latest run in runs/: best.pt, else last.pt
     python -m <package>.evaluate --checkpoint runs/last.pt --device cpu
 
 Writes ``confusion_matrix.png`` and ``test_metrics.json`` beside the checkpoint.
+
+A checkpoint may come from another machine: the data folder it records is only read, never
+created or downloaded into; ``--data-dir`` is where evaluation may download.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from dataclasses import dataclass
@@ -18,13 +22,22 @@ import torch
 
 from . import data
 from .datasets import mnist
-from .machinery import checkpoints, devices, reporting
+from .machinery import checkpoints, devices, reporting, runs
 from .machinery.checkpoints import BEST, LAST
-from .machinery.cli import positive_int, safe_console
+from .machinery.cli import (
+    HelpFormatter,
+    command,
+    printable,
+    safe_console,
+    whole_number,
+    write_err,
+    write_out,
+)
 from .model import NUM_CLASSES, LeNet5, to_device
 from .train import EVAL_BATCH_SIZE
 
 TEST_METRICS_JSON = "test_metrics.json"
+MAX_BATCH_SIZE = 100_000  # more than the MNIST test set: one batch
 
 
 class EvaluationError(Exception):
@@ -61,10 +74,14 @@ class Report:
 
 
 def find_checkpoint(output_dir: Path) -> Path:
-    """best.pt, else last.pt, in ``output_dir``; EvaluationError when there is neither."""
+    """best.pt, else last.pt, in ``output_dir`` or else in its latest run (``runs/`` holds one
+    folder per run); EvaluationError when there is neither."""
+    folder = Path(output_dir)
+    if not any((folder / name).is_file() for name in (BEST, LAST)):
+        folder = runs.latest_run(folder) or folder
     for name in (BEST, LAST):
-        if (Path(output_dir) / name).is_file():
-            return Path(output_dir) / name
+        if (folder / name).is_file():
+            return folder / name
     package = __package__ or "<package>"
     raise EvaluationError(
         f"No checkpoint in {output_dir} (looked for {BEST} and {LAST}). Train first, e.g. "
@@ -99,15 +116,16 @@ def evaluate_checkpoint(
     dataset: data.Dataset | None = None,
 ) -> Report:
     """Load ``path``, run the test split of the dataset it was trained on, and report.
-    ``data_dir`` None: the folder the run trained from, as its checkpoint records."""
+    ``data_dir`` None: the folder the run trained from, as its checkpoint records; it is only
+    read (a checkpoint from elsewhere names a folder of another machine)."""
     try:
         state = checkpoints.load_checkpoint(path)
     except checkpoints.CheckpointError as error:
         raise EvaluationError(str(error)) from error
     config = state.get("config") if isinstance(state.get("config"), dict) else {}
     name = str(config.get("dataset", "mnist"))
-    if data_dir is None:
-        data_dir = Path(str(state.get("data_dir", "data")))
+    if name == "mnist" and dataset is None:
+        data_dir = _mnist_folder(data_dir, state.get("data_dir"))
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         if dataset is None:
@@ -138,6 +156,42 @@ def evaluate_checkpoint(
         per_class,
         matrix,
         _which_epoch(state, Path(path)),
+    )
+
+
+def _has_test_files(folder: Path) -> bool:
+    raw = mnist.mnist_raw_folder(folder)
+    return all(
+        (raw / name).is_file() or (raw / name[: -len(".gz")]).is_file()
+        for name in mnist.MNIST_FILES
+        if name.startswith("t10k")
+    )
+
+
+def _mnist_folder(given: Path | None, recorded: object) -> Path:
+    """The folder to read the MNIST test files from: ``--data-dir``, or the one the checkpoint
+    records, only where it holds the test files already. EvaluationError otherwise."""
+    package = __package__ or "<package>"
+    if given is not None:
+        if Path(given).exists() and not Path(given).is_dir():
+            raise EvaluationError(
+                f"--data-dir {given} is a file, not a folder. Pass the folder that holds the "
+                "MNIST test files (t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz), or "
+                f"get them with: python -m {package}.data --data-dir data, then "
+                f"python -m {package}.evaluate --data-dir data"
+            )
+        return Path(given)
+    where = "from a folder it does not name"
+    if isinstance(recorded, str) and recorded:
+        where = f"from {printable(recorded, 200)}"
+        with contextlib.suppress(OSError, ValueError):  # a name this system cannot look up
+            if _has_test_files(Path(recorded)):
+                return Path(recorded)
+    raise EvaluationError(
+        f"This checkpoint was trained on MNIST {where}, which does not hold the test files on "
+        "this machine; evaluate does not create or download into a folder a checkpoint names. "
+        f"Pass --data-dir: a folder with the files, or one to download them into (about 2 MB), "
+        f"e.g. python -m {package}.evaluate --data-dir data"
     )
 
 
@@ -196,9 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m {__package__ or '<package>'}.evaluate",
         description="Test accuracy, per-class accuracy and a confusion matrix of a checkpoint.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("--output-dir", type=Path, default=Path("runs"), help="the training run")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path("runs"),
+        help="a training run's folder, or a folder of runs (then its latest run)",
+    )
     parser.add_argument(
         "--checkpoint",
         type=Path,
@@ -212,30 +271,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         default=None,
-        help="where MNIST is kept: DIR/MNIST/raw, or DIR itself holding the files (default: "
-        "the folder the run trained from; only the two t10k test files are needed)",
+        help="where MNIST is kept or downloaded to: DIR/MNIST/raw, or DIR itself holding the "
+        "files (default: the folder the run trained from, if it holds them; only the two t10k "
+        "test files are needed). Not used for a run on synthetic digits",
     )
     parser.add_argument(
-        "--batch-size", type=positive_int, default=EVAL_BATCH_SIZE, help="evaluation batch"
+        "--batch-size",
+        type=whole_number(1, MAX_BATCH_SIZE),
+        default=EVAL_BATCH_SIZE,
+        help="evaluation batch",
     )
     return parser
 
 
+@command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: list[str] | None = None) -> int:
     safe_console()
     args = build_parser().parse_args(argv)
     try:
         path = args.checkpoint or find_checkpoint(args.output_dir)
         report = evaluate_checkpoint(path, args.device, args.data_dir, args.batch_size)
-        print(format_report(report))
-        files = write_outputs(report, Path(path).parent)
+        if args.data_dir is not None and report.dataset == "synthetic":
+            write_out(
+                "note: --data-dir is ignored: this checkpoint was trained on synthetic digits, "
+                "which are generated here, not read from a folder."
+            )
+        files = write_outputs(report, Path(path).parent)  # saved before any printing
+        write_out(format_report(report))
     except (EvaluationError, checkpoints.CheckpointWriteError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        write_err(f"error: {error}")
         return 2
-    except KeyboardInterrupt:
-        print("Interrupted.", file=sys.stderr)
-        return 130
-    print("Wrote " + ", ".join(str(p) for p in files))
+    write_out("Wrote " + ", ".join(str(p) for p in files))
     return 0
 
 

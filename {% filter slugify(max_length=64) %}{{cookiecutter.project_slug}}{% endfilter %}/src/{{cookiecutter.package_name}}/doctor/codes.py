@@ -88,7 +88,7 @@ CODES: dict[str, str] = {
     "TRAIN-STEP-WARNINGS": "Warnings during the training step.",
     "CPU-FALLBACK-NONE": "No operator fell back to the CPU.",
     "CPU-FALLBACK-OPERATORS": "Operators of the training step ran on the CPU instead.",
-    "TIMING": "The time of one training step.",
+    "TIMING-STEP": "The time of one training step.",
     "TIMING-CPU-FASTER": "The CPU is faster than the device for this model.",
     "INTERNAL-ERROR": "A check failed unexpectedly (a bug to report).",
 }

@@ -623,7 +623,8 @@ def _directml_fix(reason: str, project: Project, findings: Sequence[Finding] = (
             here = "the Environment fix says what trains here."
         return (
             "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
-            f"/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: {here}"
+            "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: "
+            + here
         )
     how = (
         "as the Driver fix says"
@@ -697,8 +698,9 @@ def run(request: str = "auto") -> Report:
     report.recommendation = details.get("recommendation")
     findings, report.packages = check_packages(project)
     report.lap("environment", started)
-    report.findings.extend(defer_to_recommendation(findings, project, report.recommendation))
+    report.findings.extend(findings)
     _run_torch(report, project, request)
+    report.findings = defer_to_recommendation(report.findings, project, report.recommendation)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -726,7 +728,8 @@ def defer_to_recommendation(
     runs_here = system in STACK_SYSTEMS.get(active, (system,))
     deferred = []
     for finding in findings:
-        if finding.code in DEFERRING and finding.fix:
+        repairs = finding.code.startswith("DEVICE-UNAVAILABLE-") and "pip install" in finding.fix
+        if (finding.code in DEFERRING or repairs) and finding.fix:
             lead = f"Create the {best} environment, as the Environment fix says, rather than "
             if runs_here:
                 fix = f"{lead}repairing this {active} one. To keep {active}: {finding.fix}"
@@ -896,14 +899,14 @@ def _numbers(
             if ratio >= 1
             else "The CPU is faster for this small model here: "
             "`--device cpu` trains faster; larger batches favour the GPU.",
-            code="TIMING" if ratio >= 1 else "TIMING-CPU-FASTER",
+            code="TIMING-STEP" if ratio >= 1 else "TIMING-CPU-FASTER",
         )
     else:
         report.add(
             "Timing",
             OK,
             f"One step of {STEP_BATCH} images: {device_ms:.1f} ms on the CPU.",
-            code="TIMING",
+            code="TIMING-STEP",
         )
     return True
 
@@ -1032,10 +1035,7 @@ def render_markdown(report: Report, exit_code: int | None = None) -> str:
     fixes = envcheck.format_fixes(report.findings, width=10_000)
     if fixes:
         lines += ["", "**Fixes**", ""]
-        lines += [
-            "1. " + line.split(". ", 1)[1] if line[:1] == " " else line
-            for line in fixes.splitlines()[1:]
-        ]
+        lines += [line.strip() for line in fixes.splitlines()[1:]]  # one line per fix
     lines += ["", f"<sub>{_cell(system)}</sub>"]
     return private_path("\n".join(lines))
 

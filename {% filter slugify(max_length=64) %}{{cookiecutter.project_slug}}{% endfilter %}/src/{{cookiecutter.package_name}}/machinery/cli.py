@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import functools
 import json
 import math
 import os
 import re
 import sys
 import unicodedata
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+EXIT_INTERRUPTED = 130  # Ctrl+C, as a shell reports a process that SIGINT ended
+EXIT_OUTPUT_FAILED = 74  # stdout cannot be written (a full disk): sysexits.h's EX_IOERR
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -23,14 +27,31 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def positive_int(text: str) -> int:
-    try:
+def _quoted(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37] + "...")
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An option's parser for a whole number from ``low`` to ``high``: a number of hundreds of
+    digits is refused here, before it can overflow a float or an allocation."""
+
+    def parse(text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if not digits.isdigit() or not digits.isascii():
+            raise argparse.ArgumentTypeError(f"{_quoted(text)} is not a whole number")
+        if len(digits) > len(str(high)) + 1:  # int() of 5,000 digits is refused by Python
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, not {_quoted(text)}")
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low:,}, not {value}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, not {_quoted(text)}")
+        return value
+
+    return parse
+
+
+positive_int = whole_number(1, 2**31 - 1)
 
 
 def _float_at_least(zero_allowed: bool) -> Callable[[str], float]:
@@ -54,9 +75,9 @@ MAX_SEED = 2**63 - 1
 
 def seed(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        value = whole_number(0, MAX_SEED)(text)
+    except argparse.ArgumentTypeError:
+        value = -1
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_SEED}")
     return value
@@ -90,19 +111,105 @@ def json_for(stream: Any, document: Any) -> str:
     return text
 
 
-def write_out(text: str, end: str = "\n") -> None:
-    """Print to stdout; a reader that stopped early (``| head``) ends the output quietly."""
+class OutputFailed(Exception):
+    """stdout is there but cannot take the output (a full disk, an I/O error)."""
+
+
+_stdout_gone = False
+
+
+def stdout_gone() -> bool:
+    """Whether nobody reads stdout any more: closed from the start, or a reader that left."""
+    return _stdout_gone or sys.stdout is None
+
+
+def _reader_left(error: Exception) -> bool:
+    # A closed pipe: BrokenPipeError, or EINVAL on Windows; ValueError: a closed file object.
+    return isinstance(error, (BrokenPipeError, ValueError)) or error.errno == errno.EINVAL
+
+
+def silence_stdout() -> None:
+    """Point stdout at nothing, so that later output and the flush at exit cannot fail."""
+    global _stdout_gone
+    _stdout_gone = True
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def write_out(text: str, end: str = "\n") -> bool:
+    """Print to stdout; False when nobody reads it (closed, or ``| head`` stopped early): the
+    output ends quietly. A stdout that fails otherwise (``> /dev/full``) raises OutputFailed."""
+    if stdout_gone():
+        return False
     try:
         sys.stdout.write(text + end)
         sys.stdout.flush()
-    except OSError as error:
-        # A closed pipe: BrokenPipeError, or EINVAL on Windows. Anything else is a real error.
-        if not isinstance(error, BrokenPipeError) and error.errno != errno.EINVAL:
-            raise
-        # Point stdout at nothing, so that the flush at exit cannot fail a second time.
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError) as error:
+        silence_stdout()
+        if not _reader_left(error):
+            reason = getattr(error, "strerror", None) or str(error)
+            raise OutputFailed(f"the output could not be written to stdout ({reason})") from error
+        return False
+    return True
+
+
+def write_err(text: str) -> None:
+    """A message on stderr; nothing, never an exception, where stderr is closed or broken."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+def _close_gaps() -> None:
+    """Give a closed stdin, stdout or stderr (``>&-``) the null device: otherwise the next file
+    opened takes descriptor 1 or 2, and stray output would land in it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                opened = os.open(os.devnull, os.O_RDWR)
+                if opened != fd:
+                    os.dup2(opened, fd)
+                    os.close(opened)
+
+
+def command(main: Callable[[Sequence[str] | None], int]) -> Callable[..., int]:
+    """A command's entry point around ``main(argv)``, whose output goes through ``write_out``:
+    Ctrl+C exits 130 with one line; a stdout that cannot be written exits 74 with one line on
+    stderr; a reader that left early changes nothing. Never a traceback for either."""
+
+    @functools.wraps(main)
+    def entry(argv: Sequence[str] | None = None) -> int:
+        _close_gaps()
+        try:
+            code = main(argv)
+            write_out("", end="")  # flushes now, where a failure can still be reported
+        except KeyboardInterrupt:
+            write_err("Interrupted.")
+            return EXIT_INTERRUPTED
+        except OutputFailed as error:
+            write_err(f"error: {error}.")
+            return EXIT_OUTPUT_FAILED
+        return code
+
+    return entry
+
+
+def printable(value: object, limit: int = 100) -> str:
+    """Text from a file someone else may have written, fit to quote in a message: control,
+    format and bidi characters shown as escapes (they cannot move the cursor, retitle the
+    window or reorder the line), and at most ``limit`` characters."""
+    text = str(value)
+    shown = "".join(
+        char.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+        else char
+        for char in text[: limit + 1]
+    )
+    return shown[:limit] + "..." if len(shown) > limit else shown
 
 
 def clean_name(value: Any) -> str:

@@ -1,7 +1,8 @@
 """What a training run prints: its header, one line per epoch, and the progress bar.
 
 The bar is tqdm's, on stderr, and only on a terminal (no bar in logs or CI); ``say`` prints a
-line without breaking a bar that is on screen.
+line without breaking a bar that is on screen. A console that is gone (closed, ``| head`` that
+stopped reading, a full disk behind ``>``) ends the printing, never the training.
 """
 
 from __future__ import annotations
@@ -11,15 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from .cli import silence_stdout, stdout_gone
+
 if TYPE_CHECKING:  # only for the type hints: run imports console at run time
     from .devices import Discovery
     from .run import TrainingRun
 
 
 def say(message: str) -> None:
-    """Print a line without breaking a progress bar that is on screen."""
-    tqdm.write(message, file=sys.stdout)
-    sys.stdout.flush()
+    """Print a line without breaking a progress bar that is on screen; nothing once stdout
+    is gone."""
+    if stdout_gone():
+        return
+    try:
+        tqdm.write(message, file=sys.stdout)
+        sys.stdout.flush()
+    except (OSError, ValueError):  # BrokenPipeError, ENOSPC, EINVAL on Windows, closed file
+        silence_stdout()
 
 
 def epoch_bar(epoch: int, epochs: int, total: int, initial: int) -> tqdm:
@@ -31,7 +40,7 @@ def epoch_bar(epoch: int, epochs: int, total: int, initial: int) -> tqdm:
         unit="batch",
         leave=False,
         dynamic_ncols=True,
-        disable=None,  # no bar when the output is not a terminal (logs, CI)
+        disable=None if sys.stderr is not None else True,  # a bar only on a terminal
         file=sys.stderr,
     )
 

@@ -2,38 +2,67 @@
 
 Two runs writing ``last.pt``, ``best.pt`` and the metrics of one folder would each replace the
 other's files and both report success. A run therefore claims its folder with a lock file,
-``.training.lock``, created atomically (``O_CREAT | O_EXCL``) and holding the process id, the
-machine's name and the start time. A second run into a claimed folder is refused with a
-sentence that says who holds it. A lock whose process is gone (a crash, ``kill -9``, a closed
-laptop lid) is stale: the next run takes the folder over. While a run holds the lock, no other
-live process writes there, so temporary files of interrupted saves (``.last.pt.<pid>.tmp``)
-are leftovers of dead runs and are deleted.
+``.training.lock``, and holds an operating-system lock on it for as long as it runs (``flock``
+on Linux and macOS, a byte-range lock on Windows). The file also holds the process id, the
+machine's name and the start time, so that a second run into the folder is refused with a
+sentence that says who holds it.
+
+The operating system releases the lock when its process ends in any way (a crash, ``kill -9``,
+a closed laptop lid), so a lock file that nobody holds is stale, whatever it contains: empty or
+garbled (written on a full disk), or naming a process id that an unrelated program has by now.
+The next run takes the folder over. Only on a file system without locks does the process id
+decide, as a fallback.
+
+Temporary files of interrupted saves (``.last.pt.<pid>.tmp``) are removed by their exact
+names, only when the process that wrote them is gone (or they are old), and only once the run
+writes into the folder: a run that fails at once removes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import socket
 import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
+from . import checkpoints, reporting
+from .cli import printable
 from .stopping import TrainError
 
 LOCK_NAME = ".training.lock"
+# Every file the project writes into an output folder through a temporary file.
+OWN_FILES = (
+    checkpoints.LAST,
+    checkpoints.BEST,
+    reporting.METRICS_CSV,
+    reporting.METRICS_JSON,
+    reporting.CURVES_PNG,
+    reporting.CONFUSION_PNG,
+    "test_metrics.json",  # evaluate's
+)
+_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.tmp$")
+LEFTOVER_AGE_S = 3600  # a save takes seconds: an hour-old temporary file is a leftover
+_WINDOWS_LOCK_OFFSET = 1 << 20  # locked byte far past the text, which others still read
+_HOLDER_BYTES = 4096  # what is read of a lock file: ours are about 80 bytes
 
 
 class OutputFolderInUse(TrainError):
     """Another live run writes to the same output folder."""
 
 
-def process_alive(pid: int) -> bool:
+# -------------------------------------------------------------------------------- processes
+
+
+def process_alive(pid: object) -> bool:
     """Whether a process with this id runs on this machine (never signals it)."""
-    if pid <= 0:
-        return False
+    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid < 2**31:
+        return False  # process ids are positive 32-bit numbers on every system
     if sys.platform == "win32":
         return _windows_process_alive(pid)
     try:
@@ -42,7 +71,7 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:  # it exists, but belongs to another user
         return True
-    except OSError:
+    except (OSError, OverflowError, ValueError):
         return False
     return True
 
@@ -70,89 +99,188 @@ def _windows_process_alive(pid: int) -> bool:
         kernel32.CloseHandle(handle)
 
 
-def _holder(lock: Path) -> dict:
-    """What the lock file says about its run; {} when it is unreadable (being written)."""
+# ------------------------------------------------------------------ the operating-system lock
+
+
+def _try_lock(fd: int) -> bool | None:
+    """Lock ``fd`` exclusively without waiting: True, False (another process holds it), or
+    None where the file system has no locks."""
     try:
-        holder = json.loads(lock.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if sys.platform == "win32":
+            import msvcrt
+
+            os.lseek(fd, _WINDOWS_LOCK_OFFSET, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        busy = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES, getattr(errno, "EDEADLOCK", 0))
+        return False if error.errno in busy else None
+    return True
+
+
+def _unlock(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        if sys.platform == "win32":
+            import msvcrt
+
+            os.lseek(fd, _WINDOWS_LOCK_OFFSET, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (a run that just ended removes
+    its lock file; a lock on the removed file would hold nothing)."""
+    try:
+        here, there = os.fstat(fd), os.stat(str(path))
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _write_holder(fd: int) -> None:
+    holder = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps(holder).encode("utf-8"))
+
+
+# -------------------------------------------------------------------- what a lock file says
+
+
+def _holder(lock: Path) -> dict:
+    """What the lock file says about its run; {} when it is unreadable (empty, garbled)."""
+    try:
+        with open(lock, "rb") as handle:
+            holder = json.loads(handle.read(_HOLDER_BYTES).decode("utf-8"))
+    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return {}
     return holder if isinstance(holder, dict) else {}
 
 
-def _stale(holder: dict) -> bool:
-    if holder.get("host") != socket.gethostname():
-        return False  # a run on another machine (a shared folder): cannot tell, assume alive
-    pid = holder.get("pid")
-    return isinstance(pid, int) and not process_alive(pid)
-
-
 def _in_use(folder: Path, lock: Path, holder: dict) -> OutputFolderInUse:
-    who = f"process {holder.get('pid', '?')} on {holder.get('host', '?')}"
+    who = f"process {printable(holder.get('pid', '?'))} on {printable(holder.get('host', '?'))}"
     if "started" in holder:
-        who += f", started {holder['started']}"
+        who += f", started {printable(holder['started'])}"
     return OutputFolderInUse(
         f"Another training run ({who}) is writing to {folder}. Wait for it to finish, or "
         f"choose another --output-dir. If no such run exists any more, delete {lock}."
     )
 
 
-def _create(lock: Path) -> bool:
-    """Create the lock file atomically; False when it exists already."""
-    try:
-        fd = os.open(str(lock), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    holder = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(holder, handle)
-    return True
+def _alive_here(holder: dict) -> bool:
+    """For file systems without locks: whether the holder is a live process on this machine
+    (a run on another machine cannot be checked: assume it is alive)."""
+    if not holder:
+        return False  # empty or garbled: no run wrote it completely
+    if holder.get("host") != socket.gethostname():
+        return True
+    return process_alive(holder.get("pid"))
+
+
+# ------------------------------------------------------------------------------- the claim
+
+
+def _acquire(folder: Path, lock: Path) -> int:
+    """Open and lock ``lock``; the open descriptor, or OutputFolderInUse."""
+    for _ in range(5):
+        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            locked = _try_lock(fd)
+            if locked is False:
+                raise _in_use(folder, lock, _holder(lock))
+            if locked is None and _alive_here(_holder(lock)):
+                raise _in_use(folder, lock, _holder(lock))
+            if _same_file(fd, lock):
+                _write_holder(fd)
+                return fd
+            _unlock(fd)  # the file was removed by a run that just ended: open the new one
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise _in_use(folder, lock, _holder(lock))
+
+
+def _release(fd: int, lock: Path) -> None:
+    # POSIX removes the file first, while it is still locked, so that no other run locks a
+    # file that is about to go; Windows cannot remove an open file, so it closes it first.
+    removed = False
+    with contextlib.suppress(OSError):
+        lock.unlink()
+        removed = True
+    _unlock(fd)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    if not removed:
+        with contextlib.suppress(OSError):
+            lock.unlink()
 
 
 def remove_leftovers(folder: Path) -> list[Path]:
-    """Delete temporary files of interrupted saves (``.<name>.<pid>.tmp``); returns them."""
+    """Delete temporary files of interrupted saves: ``.<name>.<pid>.tmp`` where ``name`` is a
+    file this project writes and the process ``pid`` is gone (or the file is an hour old).
+    Anything else, a user's own ``.notes.tmp`` included, stays. Returns what was deleted."""
     removed = []
-    for path in folder.glob(".*.tmp"):
+    try:
+        candidates = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for path in candidates:
+        match = _LEFTOVER.match(path.name)
+        if not match or match["name"] not in OWN_FILES or not _stale(path, int(match["pid"])):
+            continue
         with contextlib.suppress(OSError):
             path.unlink()
             removed.append(path)
     return removed
 
 
+def _stale(path: Path, pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this run's own save in progress
+    if not process_alive(pid):
+        return True
+    try:  # a live process with this id: a save in progress (evaluate), or a reused id
+        return time.time() - path.stat().st_mtime > LEFTOVER_AGE_S
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def claim(folder: Path) -> Iterator[None]:
     """Hold ``folder`` for this run: create it if needed, refuse it if another live run holds
-    it, take it over from a dead one, and clear leftovers of dead runs. TrainError when the
-    folder cannot be written."""
+    it, take it over from a dead one. TrainError when the folder cannot be written."""
     folder = Path(folder)
     lock = folder / LOCK_NAME
-    new_folder = not folder.exists()
+    new_folder = False
     try:
+        new_folder = not folder.exists()
         folder.mkdir(parents=True, exist_ok=True)
-        created = _create(lock)
-        if not created:
-            holder = _holder(lock)
-            if not _stale(holder):
-                raise _in_use(folder, lock, holder)
-            lock.unlink()  # the run that held it is gone
-            created = _create(lock)
-            if not created:  # another run took it over in between
-                raise _in_use(folder, lock, _holder(lock))
-    except OSError as error:
+        fd = _acquire(folder, lock)
+    except OSError as error:  # a name too long, a folder the user may not enter, read-only
+        if new_folder:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         reason = error.strerror or str(error)
         raise TrainError(
-            f"Cannot write to the output directory {folder} ({reason}). "
+            f"Cannot write to the output directory {printable(folder, 300)} ({reason}). "
             "Choose another one with --output-dir."
         ) from error
     try:
-        remove_leftovers(folder)
         yield
     finally:
-        with contextlib.suppress(OSError):
-            lock.unlink()
+        _release(fd, lock)
         if new_folder:  # a run that failed before writing anything leaves no empty folder
             with contextlib.suppress(OSError):
                 folder.rmdir()

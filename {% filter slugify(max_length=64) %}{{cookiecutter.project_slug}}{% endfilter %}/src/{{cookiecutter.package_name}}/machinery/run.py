@@ -182,6 +182,7 @@ class TrainingRun:
         self.best_accuracy = -1.0
         self.epochs_done = 0
         self.position: Position | None = None
+        self.swept = False  # whether leftovers of dead runs were removed from the folder
         steps = data.num_batches(len(dataset.train), cfg.batch_size)
         self.steps_per_epoch = min(steps, DRY_RUN_BATCHES) if cfg.dry_run else steps
         self.total_steps = cfg.epochs * self.steps_per_epoch
@@ -275,7 +276,6 @@ class TrainingRun:
         self.history.append(row)
         self.keep_points(epoch, trained.points)
         self.epochs_done = row["epoch"]
-        print_epoch(row, self.epochs, self.dataset.synthetic)
         if not self.cfg.dry_run:
             improved = val_accuracy > self.best_accuracy
             self.best_accuracy = max(self.best_accuracy, val_accuracy)
@@ -283,6 +283,8 @@ class TrainingRun:
             if improved:
                 self.save(self.out / BEST)
             self.write_reports()
+        # Printed only once saved: a console closed meanwhile must not cost the epoch.
+        print_epoch(row, self.epochs, self.dataset.synthetic)
         if self.stop.requested:
             raise Interrupted(
                 f"Stopped after epoch {epoch + 1}. "
@@ -375,6 +377,9 @@ class TrainingRun:
             ) from error
 
     def save(self, path: Path, position: Position | None = None) -> None:
+        if not self.swept:  # the run now writes here: leftovers of dead runs can go
+            output_lock.remove_leftovers(self.out)
+            self.swept = True
         try:
             checkpoints.save_checkpoint(self.state(position), path)
         except checkpoints.CheckpointWriteError as error:

@@ -2,13 +2,13 @@
 
 The options mirror the fields of ``train.TrainConfig`` (their defaults come from there); a
 problem the user can fix ends in one sentence on stderr and an exit code, never a traceback:
-0 done, 2 a bad option or setting, 3 training diverged, 130 stopped with Ctrl+C.
+0 done, 2 a bad option or setting, 3 training diverged, 4 the GPU failed, 130 stopped with
+Ctrl+C. A console that is gone changes none of them: the run trains and saves without it.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -16,16 +16,25 @@ from typing import Any, Callable, Sequence
 from .. import data
 from .cli import (
     HelpFormatter,
+    command,
     non_negative_float,
     positive_float,
     positive_int,
     safe_console,
     seed,
+    whole_number,
+    write_err,
 )
 from .console import say
 from .optim import OPTIMIZERS
 from .run import DRY_RUN_BATCHES
 from .stopping import EXIT_INTERRUPTED, Interrupted, TrainError
+
+# Beyond these a run cannot be meant: a year of epochs, a batch larger than any dataset here.
+MAX_EPOCHS = 100_000
+MAX_BATCH_SIZE = 1_000_000
+EPOCHS = whole_number(1, MAX_EPOCHS)
+BATCH_SIZE = whole_number(1, MAX_BATCH_SIZE)
 
 
 def build_parser(defaults: Any) -> argparse.ArgumentParser:
@@ -38,10 +47,10 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     add = parser.add_argument
-    add("--epochs", type=positive_int, default=defaults.epochs, help="number of epochs")
+    add("--epochs", type=EPOCHS, default=defaults.epochs, help="number of epochs")
     add(
         "--batch-size",
-        type=positive_int,
+        type=BATCH_SIZE,
         default=defaults.batch_size,
         help="training batch size",
     )
@@ -111,6 +120,10 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: type) -> int:
     """Parse ``argv``, run ``train(config, explicit=...)``, turn its errors into exit codes."""
+    return command(lambda args: _main(args, train, config_class))(argv)
+
+
+def _main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: type) -> int:
     safe_console()
     parser = build_parser(config_class())
     args = parser.parse_args(argv)
@@ -127,6 +140,6 @@ def main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: ty
         say("Interrupted before training started; nothing was saved.")
         return EXIT_INTERRUPTED
     except TrainError as error:
-        print(f"error: {error}", file=sys.stderr)
+        write_err(f"error: {error}")
         return error.exit_code
     return 0

@@ -1,0 +1,211 @@
+"""The output folder of a run: the user's own files stay, a lock that holds no live run never
+blocks or crashes, a folder that cannot be used is one sentence."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from {{ cookiecutter.package_name }} import (
+    train,
+)
+from {{ cookiecutter.package_name }}.machinery import (
+    output_lock,
+)
+
+
+def run(cfg, dataset, discovery):
+    return train.train(cfg, discovery=discovery, dataset=dataset)
+
+
+@pytest.fixture
+def dead_pid(child_limit) -> int:
+    """The id of a process that has ended."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=child_limit,
+    )
+    return int(done.stdout)
+
+
+def write_lock(folder: Path, content: str | bytes) -> Path:
+    lock = folder / output_lock.LOCK_NAME
+    if isinstance(content, str):
+        content = content.encode("utf-8")
+    lock.write_bytes(content)
+    return lock
+
+
+# -------------------------------------------------------------------- the user's own files
+
+
+def test_a_run_that_fails_at_once_removes_nothing(capsys, cpu_only, tmp_path, dead_pid):
+    """`--output-dir .` with a wrong --device: every file in the folder is still there."""
+    mine = [tmp_path / ".notes.tmp", tmp_path / ".draft.docx.tmp", tmp_path / "thesis.tmp"]
+    leftover = tmp_path / f".last.pt.{dead_pid}.tmp"
+    for path in [*mine, leftover]:
+        path.write_text("kept", encoding="utf-8")
+    args = ["--device", "xyz", "--dataset", "synthetic", "--output-dir", str(tmp_path)]
+    assert train.main(args) == 2
+    assert "Unknown device 'xyz'" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in [*mine, leftover])
+
+
+def test_training_removes_only_the_projects_own_stale_leftovers(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, dead_pid
+):
+    users = [
+        ".notes.tmp",  # a user's own temporary files, whatever they look like
+        f".notes.txt.{dead_pid}.tmp",
+        f".last.pt.{dead_pid}.tmp.bak",
+        f"last.pt.{dead_pid}.tmp",
+        ".last.pt.tmp",
+    ]
+    for name in users:
+        (tmp_path / name).write_text("the user's", encoding="utf-8")
+    stale = [f".last.pt.{dead_pid}.tmp", f".metrics.csv.{dead_pid}.tmp"]
+    for name in stale:
+        (tmp_path / name).write_bytes(b"PK\x03\x04 half a file")
+    # evaluate, running now in another process, is writing its metrics: not a leftover yet
+    saving_now = tmp_path / f".test_metrics.json.{os.getppid()}.tmp"
+    saving_now.write_text("{", encoding="utf-8")
+
+    run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
+
+    names = {p.name for p in tmp_path.iterdir()}
+    assert set(users) <= names
+    assert saving_now.name in names
+    assert not set(stale) & names
+
+
+def test_an_old_leftover_of_a_reused_process_id_is_removed(tmp_path):
+    old = tmp_path / f".best.pt.{os.getppid()}.tmp"  # the id now belongs to a live process
+    old.write_bytes(b"PK")
+    hours_ago = time.time() - 2 * output_lock.LEFTOVER_AGE_S
+    os.utime(old, (hours_ago, hours_ago))
+    assert output_lock.remove_leftovers(tmp_path) == [old]
+
+
+def test_every_file_a_run_and_evaluate_write_is_known_as_the_projects(trained_run):
+    written = {p.name for p in trained_run.iterdir() if not p.name.startswith(".")}
+    written |= {"test_metrics.json", "confusion_matrix.png"}  # evaluate's, beside best.pt
+    assert written <= set(output_lock.OWN_FILES)
+
+
+# ------------------------------------------------------------- locks that hold no live run
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",  # the disk was full when the lock was written
+        b'{"pid": 12',  # cut off
+        b"\xff\xfe garbage \x00",
+        b"[1, 2]",
+        b'{"pid": "many", "host": null}',
+    ],
+    ids=["empty", "cut-off", "garbage", "a-list", "wrong-types"],
+)
+def test_an_unreadable_lock_nobody_holds_does_not_block(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, content
+):
+    write_lock(tmp_path, content)
+    result = run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
+    assert [row["epoch"] for row in result.history] == [1]
+    assert not (tmp_path / output_lock.LOCK_NAME).exists()
+
+
+@pytest.mark.parametrize(
+    "pid",
+    [os.getppid(), 2**31, 2**64, -1, 0],
+    ids=["reused-by-a-live-process", "2**31", "2**64", "negative", "zero"],
+)
+def test_a_lock_naming_no_live_run_of_this_project_does_not_block(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, pid
+):
+    write_lock(tmp_path, json.dumps({"pid": pid, "host": socket.gethostname(), "started": "x"}))
+    result = run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
+    assert [row["epoch"] for row in result.history] == [1]
+
+
+def test_resume_after_a_full_disk_left_an_empty_lock(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config
+):
+    run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
+    write_lock(tmp_path, "")
+    result = run(tiny_config(tmp_path, resume=True), tiny_dataset, cpu_discovery)
+    assert [row["epoch"] for row in result.history] == [1]  # continued, not refused
+    assert not (tmp_path / output_lock.LOCK_NAME).exists()
+
+
+def test_a_live_run_is_refused_and_its_lock_text_cannot_control_the_terminal(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config
+):
+    hostile = {
+        "pid": "7\x1b[2J\x1b[H",  # clear the screen, cursor home
+        "host": "pc\x1b]0;pwned\x07\r\u202eevil",  # window title, carriage return, bidi
+        "started": "x" * 2000,  # quoted only in part
+    }
+    with output_lock.claim(tmp_path):  # a live run holds the folder
+        write_lock(tmp_path, json.dumps(hostile))  # and its lock says this
+        with pytest.raises(output_lock.OutputFolderInUse) as caught:
+            run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
+    message = str(caught.value)
+    assert "Another training run (process 7\\x1b[2J" in message
+    assert "pc\\x1b]0;pwned\\x07\\r\\u202eevil" in message
+    assert not any(ord(c) < 32 or c == "\u202e" for c in message)
+    assert len(message) < 600
+    assert not (tmp_path / "last.pt").exists()
+
+
+def test_a_lock_held_by_a_live_process_blocks_even_if_its_text_is_empty(tmp_path):
+    in_use = pytest.raises(output_lock.OutputFolderInUse, match=r"process \? on \?")
+    with output_lock.claim(tmp_path):
+        write_lock(tmp_path, "")  # the holder's text is lost; its lock is not
+        with in_use, output_lock.claim(tmp_path):
+            pass
+    with output_lock.claim(tmp_path):  # released with its run: the folder is free again
+        pass
+
+
+# --------------------------------------------------------------- folders that cannot be used
+
+
+def test_an_output_dir_name_over_255_characters_is_one_sentence(capsys, cpu_only, tmp_path):
+    args = ["--dataset", "synthetic", "--epochs", "1", "--device", "cpu"]
+    assert train.main([*args, "--output-dir", str(tmp_path / ("x" * 300))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Cannot write to the output directory")
+    assert "Choose another one with --output-dir" in err and "Traceback" not in err
+
+
+def test_an_output_dir_the_user_may_not_enter_is_one_sentence(
+    capsys, cpu_only, tmp_path, monkeypatch
+):
+    """A folder without the execute permission: every look inside it is refused."""
+    closed = tmp_path / "someone-elses"
+    real_stat = os.stat
+
+    def refuse(path, *args, **kwargs):
+        if str(path).startswith(str(closed) + os.sep):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", refuse)
+    monkeypatch.setattr(os, "mkdir", lambda path, *a, **k: refuse(path) or None)
+    args = ["--dataset", "synthetic", "--epochs", "1", "--device", "cpu"]
+    assert train.main([*args, "--output-dir", str(closed / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert "Cannot write to the output directory" in err and "Permission denied" in err
+    assert "Traceback" not in err
