@@ -25,6 +25,7 @@ from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     optim,
     output_lock,
+    reporting,
     stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -165,6 +166,39 @@ def test_a_one_epoch_run_draws_training_curves_within_the_epoch(tmp_path, cpu_di
     first, last = within[0], within[-1]
     assert last["train_loss"] < first["train_loss"] / 2  # the curve shows the learning
     assert last["train_accuracy"] > first["train_accuracy"] + 0.3
+
+
+@pytest.mark.parametrize("epochs", [1, 5])
+def test_the_default_recipe_learns_synthetic_digits_without_a_collapse(epochs, cpu_discovery):
+    """The first epoch of a student's run on the synthetic digits: the running loss (25
+    points) wobbles, but never climbs far above the lowest it has reached. Without the cap on
+    the gradients it jumped from 0.75 to 2.9 (1 epoch) and from 0.08 to 2.5 (5 epochs)."""
+    dataset = data.load_synthetic()  # the real size: its steps per epoch shape the schedule
+    cfg = train.TrainConfig(epochs=epochs, dataset="synthetic", device="cpu")
+    run = train.setup(cfg, cpu_discovery.options[0], dataset, stopping.StopSignal())
+    trained = train.train_epoch(run, 0)
+    run.keep_points(0, trained.points)
+    losses = [point["train_loss"] for point in reporting.within_epochs(run.points)]
+    worst_rise = max(loss - min(losses[:i]) for i, loss in enumerate(losses) if i)
+    assert worst_rise < 0.3, losses
+    assert losses[-1] < 0.25
+
+
+def test_the_curves_show_loss_and_error_on_log_scales():
+    """After the first epoch loss and error shrink by factors (MNIST: 0.3 -> 0.03, 3 % ->
+    0.8 %); on linear axes they sat flat on 0 and 100 %. An epoch without a single mistake
+    sits on the floor of the log axis."""
+    rows = ((1, 0.2, 0.95), (2, 0.05, 0.99), (3, 0.03, 1.0))
+    history = [
+        {"epoch": e, "train_loss": loss, "val_loss": loss, "train_accuracy": a, "val_accuracy": a}
+        for e, loss, a in rows
+    ]
+    figure = reporting.curves_figure(history, "LeNet-5 on MNIST")
+    loss_ax, error_ax = figure.axes
+    assert loss_ax.get_yscale() == error_ax.get_yscale() == "log"
+    assert error_ax.get_ylabel().startswith("error = 100 % - accuracy")
+    validation = error_ax.lines[-1]
+    assert list(validation.get_ydata()) == pytest.approx([5.0, 1.0, reporting.ERROR_FLOOR])
 
 
 def test_points_within_an_epoch_cost_no_readback_per_step(

@@ -14,6 +14,11 @@ the training device:
 
 Where the images come from is in ``datasets/``: MNIST through torchvision, or synthetic digits
 generated here for offline use. ``python -m <package>.data`` downloads MNIST while online.
+
+Your own images (``--dataset folder:<path>``, ``datasets/folder.py``) are the exception: a
+folder of photos may not fit on the device, and its files must be decoded, so its splits are
+``LoaderSplit``s, read batch by batch by a ``DataLoader``. ``shuffled`` and ``batches`` take
+both kinds, so the training loop is the same for both.
 """
 
 from __future__ import annotations
@@ -23,11 +28,11 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence, Union
 
 import torch
 
-from .datasets import mnist, synthetic
+from .datasets import folder, mnist, synthetic
 
 # MNIST statistics (training set, pixel values scaled to 0..1): the usual Normalize constants.
 MNIST_MEAN = 0.1307
@@ -42,7 +47,13 @@ SYNTHETIC_TEST_SIZE = 2000
 SYNTHETIC_VALIDATION_FRACTION = 0.1
 SYNTHETIC_LABEL = "SYNTHETIC digits (generated, not MNIST)"
 
-DATASETS = ("mnist", "synthetic")
+DATASETS = ("mnist", "synthetic")  # and folder:<path>, your own images
+FOLDER_HELD_OUT = 0.1  # of a folder's images for validation, and as much again for test
+
+
+def is_dataset(name: Any) -> bool:
+    """True for "mnist", "synthetic" and "folder:<path>"."""
+    return isinstance(name, str) and (name in DATASETS or folder.folder_path(name) is not None)
 
 
 @dataclass
@@ -59,15 +70,93 @@ class Split:
         return Split(self.images.to(device), self.labels.to(device))
 
 
+class LoaderSplit:
+    """A split of an image folder, read from its files batch by batch by a DataLoader.
+
+    It holds the images' indices in the folder, in the order they will be read; ``shuffled``
+    gives a new order, ``batches`` reads them. One DataLoader per batch size is kept and
+    reused every epoch, so that persistent workers stay alive between epochs: the sampler
+    (in this process) hands them each epoch's order."""
+
+    def __init__(
+        self,
+        images: Any,  # the ImageFolder: (uint8 (1, 28, 28), class index) per item
+        order: torch.Tensor,
+        device: torch.device | None = None,
+        loaders: dict[int, Any] | None = None,
+    ) -> None:
+        self.images, self.order, self.device = images, order, device
+        self.loaders = {} if loaders is None else loaders  # shared by reordered views
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    @property
+    def labels(self) -> torch.Tensor:
+        """The class indices in reading order, from the folder names: no image is opened."""
+        targets = torch.as_tensor(self.images.targets, dtype=torch.int64)
+        return targets[self.order]
+
+    def to(self, device: torch.device) -> LoaderSplit:
+        """The same split, with batches delivered on ``device``."""
+        return LoaderSplit(self.images, self.order, torch.device(device))
+
+    def reordered(self, order: torch.Tensor) -> LoaderSplit:
+        return LoaderSplit(self.images, self.order[order], self.device, self.loaders)
+
+    def batches(
+        self, batch_size: int, start: int, stop: int
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        loader = self.loaders.get(batch_size)
+        if loader is None:
+            loader = self.loaders[batch_size] = self._loader(batch_size)
+        loader.sampler.indices = self.order[start * batch_size : stop * batch_size].tolist()
+        device = self.device or torch.device("cpu")
+        for images, labels in loader:
+            # Pinned memory (CUDA only) lets the copy overlap the previous step's work.
+            yield (
+                images.to(device, non_blocking=loader.pin_memory),
+                labels.to(device, non_blocking=loader.pin_memory),
+            )
+
+    def _loader(self, batch_size: int) -> torch.utils.data.DataLoader:
+        device_type = (self.device or torch.device("cpu")).type
+        settings = folder.loader_settings(device_type, len(self.images))
+        return torch.utils.data.DataLoader(
+            self.images,
+            batch_size=batch_size,
+            sampler=_Order(),  # the order comes from ``shuffled``: one generator, exact resume
+            num_workers=settings.num_workers,
+            pin_memory=settings.pin_memory,
+            persistent_workers=settings.persistent_workers,
+        )
+
+
+class _Order(torch.utils.data.Sampler):
+    """The indices of the next epoch, set before each pass (see ``LoaderSplit.batches``)."""
+
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(list(self.indices))
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+AnySplit = Union[Split, LoaderSplit]
+
+
 @dataclass
 class Dataset:
     """The three splits of a dataset, and how to present it."""
 
-    name: str  # "mnist" or "synthetic"
+    name: str  # "mnist", "synthetic" or "folder:<path>"
     description: str  # shown to the user; says SYNTHETIC for generated digits
-    train: Split
-    val: Split
-    test: Split
+    train: AnySplit
+    val: AnySplit
+    test: AnySplit
 
     @property
     def synthetic(self) -> bool:
@@ -98,22 +187,30 @@ def num_batches(n: int, batch_size: int) -> int:
     return math.ceil(n / batch_size)
 
 
-def shuffled(split: Split, generator: torch.Generator) -> Split:
-    """A shuffled copy of ``split`` on its device: one randperm on the CPU, one gather there."""
-    order = torch.randperm(len(split), generator=generator).to(split.labels.device)
+def shuffled(split: AnySplit, generator: torch.Generator) -> AnySplit:
+    """A shuffled copy of ``split`` on its device: one randperm on the CPU, one gather there
+    (for a folder: the order in which its images will be read)."""
+    order = torch.randperm(len(split), generator=generator)
+    if isinstance(split, LoaderSplit):
+        return split.reordered(order)
+    order = order.to(split.labels.device)
     return Split(split.images.index_select(0, order), split.labels.index_select(0, order))
 
 
 def batches(
-    split: Split, batch_size: int, start: int = 0, limit: int | None = None
+    split: AnySplit, batch_size: int, start: int = 0, limit: int | None = None
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Consecutive (images, labels) slices of ``split``: views, no copies, no Python per sample.
+    """Consecutive (images, labels) slices of ``split``: views, no copies, no Python per sample
+    (for a folder: batches its DataLoader reads, delivered on the split's device).
 
     ``start`` skips that many batches (resuming inside an epoch); ``limit`` caps the count.
     The last batch may be smaller.
     """
     total = num_batches(len(split), batch_size)
     stop = total if limit is None else min(total, start + limit)
+    if isinstance(split, LoaderSplit):
+        yield from split.batches(batch_size, start, stop)
+        return
     for index in range(start, stop):
         lo = index * batch_size
         yield split.images[lo : lo + batch_size], split.labels[lo : lo + batch_size]
@@ -172,9 +269,37 @@ def synthetic_test_digits(size: int | None = None, seed: int = synthetic.SEED) -
     return synthetic_digits(SYNTHETIC_TEST_SIZE if size is None else size, seed + 1_000_003)
 
 
-def load_test_split(name: str, data_dir: Path = Path("data")) -> tuple[Split, str]:
+def load_folder(root: Path) -> Dataset:
+    """Your own images (``datasets/folder.py``): a fixed FOLDER_HELD_OUT of them for
+    validation, as many for test, the rest for training; the same split for every run."""
+    images = folder.image_folder(root)
+    count = len(images)
+    held = max(1, int(round(count * FOLDER_HELD_OUT)))
+    if count < 2 * held + 1:
+        raise folder.FolderUnavailable(
+            f"{root} has {count} images: too few to keep some for validation and test; "
+            "add more (tens per class at least)."
+        )
+    order = torch.randperm(count, generator=torch.Generator().manual_seed(12345))
+    val, test = order[:held].sort().values, order[held : 2 * held].sort().values
+    train = order[2 * held :].sort().values
+    classes = ", ".join(images.classes)
+    description = (
+        f"your images in {root} ({len(images.classes)} classes: {classes}): "
+        f"{len(train)} train / {len(val)} validation / {len(test)} test, grey 28x28"
+    )
+    name = folder.PREFIX + str(root)
+    splits = (LoaderSplit(images, part) for part in (train, val, test))
+    return Dataset(name, description, *splits)
+
+
+def load_test_split(name: str, data_dir: Path = Path("data")) -> tuple[AnySplit, str]:
     """(test split on the CPU, its description): all that evaluation needs. For MNIST only the
     two test files are read (or downloaded)."""
+    root = folder.folder_path(name)
+    if root is not None:
+        dataset = load_folder(root)
+        return dataset.test, dataset.description
     if name == "mnist":
         test = Split(*mnist.load_mnist_test(Path(data_dir)))
         return test, f"MNIST test set from {mnist.mnist_raw_folder(Path(data_dir))}"
@@ -190,7 +315,8 @@ def load_dataset(
     device: torch.device | None = None,
     download: bool = True,
 ) -> Dataset:
-    """``name`` is "mnist" or "synthetic"; the result lives on ``device`` (CPU when None)."""
+    """``name`` is "mnist", "synthetic" or "folder:<path>"; the result lives on ``device``
+    (CPU when None; a folder's images are read from their files batch by batch)."""
     if name == "mnist":
         train_full, test = load_mnist(data_dir, download=download)
         train, val = split_off_validation(
@@ -203,8 +329,12 @@ def load_dataset(
         dataset = Dataset("mnist", description, train, val, test)
     elif name == "synthetic":
         dataset = load_synthetic()
+    elif folder.folder_path(name) is not None:
+        dataset = load_folder(folder.folder_path(name))
     else:
-        raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
+        raise ValueError(
+            f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}, folder:<path>"
+        )
     return dataset if device is None else dataset.to(device)
 
 

@@ -114,6 +114,17 @@ def build_optimizer(
     raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
 
 
+def clip_gradients(parameters: Any, max_norm: float, device_type: str) -> None:
+    """Scale all gradients down together when their total norm is above ``max_norm``.
+
+    No readback: the norm and the scale stay on the device. On DirectML without the
+    ``foreach`` path, whose kernels torch-directml does not register; the per-tensor ops
+    (``linalg_vector_norm``, ``clamp``, ``mul``) are native there.
+    """
+    foreach = False if device_type == "privateuseone" else None
+    torch.nn.utils.clip_grad_norm_(parameters, max_norm, foreach=foreach)
+
+
 def one_cycle_lr(step: int, total_steps: int, peak: float) -> float:
     """Learning rate for ``step`` (0-based) of ``total_steps``: linear warm-up from peak/25
     over the first 20 %, then cosine decay to peak/10^4. A pure function of the step, so a

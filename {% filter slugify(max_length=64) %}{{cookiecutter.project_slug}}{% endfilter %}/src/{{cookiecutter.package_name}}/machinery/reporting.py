@@ -79,7 +79,10 @@ def _save(figure, path: Path) -> Path:
 
 
 def dataset_label(name: str) -> str:
-    """The dataset's name for a title: 'MNIST', never the folder it was read from."""
+    """The dataset's name for a title: 'MNIST', never the folder it was read from; your own
+    images by their folder's name."""
+    if name.startswith("folder:"):
+        return f"your images ({Path(name[len('folder:') :]).name})"
     return DATASET_LABELS.get(name, name)
 
 
@@ -103,24 +106,54 @@ def within_epochs(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def plot_curves(
+# Errors below this (in %) are drawn on it: a log axis has no zero, and a stretch of batches
+# without a single mistake is common late in an MNIST run.
+ERROR_FLOOR = 0.01
+
+
+def error_percent(accuracy: float) -> float:
+    """100 * (1 - accuracy), at least ERROR_FLOOR: what the log-scale error axis shows."""
+    return max(100.0 * (1.0 - accuracy), ERROR_FLOOR)
+
+
+def _style_axes(loss_ax, error_ax, last_epoch: int, epochs: Sequence[int], within: bool) -> None:
+    """Log axes for loss and error: after the first epoch both shrink by factors (0.3 -> 0.03,
+    3 % -> 0.8 %), which a linear axis draws as a flat line at zero."""
+    loss_ax.set(xlabel="epoch", ylabel="cross-entropy loss (log scale)", title="Loss")
+    error_ax.set(xlabel="epoch", ylabel="error = 100 % - accuracy (log scale)", title="Error (%)")
+    from matplotlib.ticker import FuncFormatter
+
+    for ax in (loss_ax, error_ax):
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.25)
+        if within:
+            ax.set_xlim(-0.02 * last_epoch, 1.02 * last_epoch)
+        if last_epoch <= 2 and within:
+            ax.set_xticks([quarter / 4 for quarter in range(4 * last_epoch + 1)])
+        elif len(epochs) <= 20:
+            ax.set_xticks(sorted({0, *epochs}) if within else list(epochs))  # whole epochs
+        else:
+            ax.xaxis.get_major_locator().set_params(integer=True)
+    error_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} %"))
+
+
+def curves_figure(
     history: Sequence[dict[str, Any]],
-    path: Path,
     title: str,
     within: Sequence[dict[str, Any]] = (),
-) -> Path:
-    """Loss and accuracy, training and validation, side by side. ``within``: training points
-    inside the epochs (``within_epochs``), drawn as a line so that a one-epoch run shows how
-    it learned; validation is measured at the end of each epoch."""
+):
+    """Loss and error, training and validation, side by side, both on log scales. ``within``:
+    training points inside the epochs (``within_epochs``), drawn as a line so that a one-epoch
+    run shows how it learned; validation is measured at the end of each epoch."""
     figure = _new_figure(10, 4.2)
-    loss_ax, acc_ax = figure.subplots(1, 2)
+    loss_ax, error_ax = figure.subplots(1, 2)
     epochs = [row["epoch"] for row in history]
-    panels = ((loss_ax, "loss", 1.0), (acc_ax, "accuracy", 100.0))
-    for ax, metric, scale in panels:
+    panels = ((loss_ax, "loss", float), (error_ax, "accuracy", error_percent))
+    for ax, metric, value in panels:
         if within:
             ax.plot(
                 [row["epoch"] for row in within],
-                [scale * row[f"train_{metric}"] for row in within],
+                [value(row[f"train_{metric}"]) for row in within],
                 color="tab:blue",
                 linewidth=1.2,
                 alpha=0.8,
@@ -128,7 +161,7 @@ def plot_curves(
             )
         ax.plot(
             epochs,
-            [scale * row[f"train_{metric}"] for row in history],
+            [value(row[f"train_{metric}"]) for row in history],
             "o" if within else "o-",
             color="tab:blue",
             markerfacecolor="white",
@@ -136,28 +169,82 @@ def plot_curves(
         )
         ax.plot(
             epochs,
-            [scale * row[f"val_{metric}"] for row in history],
+            [value(row[f"val_{metric}"]) for row in history],
             "o-",
             color="tab:orange",
             label="validation (end of epoch)",
         )
-    loss_ax.set(xlabel="epoch", ylabel="cross-entropy loss", title="Loss")
-    acc_ax.set(xlabel="epoch", ylabel="accuracy (%)", title="Accuracy")
-    last = max(epochs, default=1)
-    for ax in (loss_ax, acc_ax):
-        ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        if within:
-            ax.set_xlim(-0.02 * last, 1.02 * last)
-        if last <= 2 and within:
-            ax.set_xticks([quarter / 4 for quarter in range(4 * last + 1)])
-        elif len(epochs) <= 20:
-            ax.set_xticks(sorted({0, *epochs}) if within else epochs)  # whole epochs only
-        else:
-            ax.xaxis.get_major_locator().set_params(integer=True)
+    _style_axes(loss_ax, error_ax, max(epochs, default=1), epochs, bool(within))
     figure.suptitle(title)
     figure.tight_layout()
-    return _save(figure, path)
+    return figure
+
+
+def plot_curves(
+    history: Sequence[dict[str, Any]],
+    path: Path,
+    title: str,
+    within: Sequence[dict[str, Any]] = (),
+) -> Path:
+    """``curves_figure`` as a PNG."""
+    return _save(curves_figure(history, title, within), path)
+
+
+def comparison_figure(
+    runs: Sequence[tuple[str, Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], title: str
+):
+    """Several runs' curves in one picture, one colour per run: (label, history, within) each.
+    Validation at the end of each epoch as dots joined by a line; training during the epochs
+    as a thin line of the same colour, so one-epoch runs show their whole curve too."""
+    figure = _new_figure(11, 4.8)
+    loss_ax, error_ax = figure.subplots(1, 2)
+    colours = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+    last, all_epochs, any_within = 1, set(), False
+    for index, (label, history, within) in enumerate(runs):
+        colour = colours[index % len(colours)]
+        epochs = [row["epoch"] for row in history]
+        last = max(last, *epochs) if epochs else last
+        all_epochs.update(epochs)
+        for ax, metric, value in ((loss_ax, "loss", float), (error_ax, "accuracy", error_percent)):
+            if within:
+                any_within = True
+                ax.plot(
+                    [row["epoch"] for row in within],
+                    [value(row[f"train_{metric}"]) for row in within],
+                    color=colour,
+                    linewidth=0.9,
+                    alpha=0.45,
+                )
+            ax.plot(
+                epochs,
+                [value(row[f"val_{metric}"]) for row in history],
+                "o-",
+                color=colour,
+                linewidth=1.8,
+                label=label,
+            )
+    _style_axes(loss_ax, error_ax, last, sorted(all_epochs), any_within)
+    error_ax.legend(fontsize=8, title="run", title_fontsize=8)
+    figure.suptitle(title)
+    figure.text(
+        0.5,
+        0.01,
+        "dots: validation at the end of each epoch; thin lines: training during the epochs",
+        ha="center",
+        fontsize=8,
+    )
+    figure.tight_layout(rect=(0, 0.04, 1, 1))
+    return figure
+
+
+def plot_comparison(
+    runs: Sequence[tuple[str, Sequence[dict[str, Any]], Sequence[dict[str, Any]]]],
+    path: Path,
+    title: str,
+) -> Path:
+    """``comparison_figure`` as a PNG."""
+    return _save(comparison_figure(runs, title), path)
 
 
 def plot_confusion(matrix: Sequence[Sequence[int]], path: Path, title: str) -> Path:

@@ -6,6 +6,9 @@ where a stopped run stands inside an epoch. It writes the checkpoints (``last.pt
 ``best.pt`` when validation improves; CPU tensors, atomic), the metrics files and the curves,
 and it restores all of it for ``--resume``, so that a resumed run continues exactly the same
 curve, even from the middle of an epoch after Ctrl+C.
+
+Each run has its own folder (``runs.py``): a new one in ``runs/`` unless ``--output-dir``
+names one, and for ``--resume`` the latest run.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from typing import Any, ContextManager, Sequence
 import torch
 
 from .. import data
-from ..datasets import mnist
-from . import checkpoints, devices, output_lock, reporting
+from ..datasets import folder, mnist
+from . import checkpoints, devices, output_lock, reporting, runs
 from .cli import MAX_SEED
 from .console import print_epoch, say
 from .optim import OPTIMIZERS, one_cycle_lr
@@ -158,6 +161,8 @@ class RunResult:
     device: str
     dataset: str
     files: list[Path] = field(default_factory=list)
+    output_dir: Path | None = None  # this run's folder
+    compared: Path | None = None  # the picture comparing it with the runs before it
 
 
 class TrainingRun:
@@ -189,6 +194,7 @@ class TrainingRun:
         self.epochs = 1 if cfg.dry_run else cfg.epochs
         self.eval_limit = 1 if cfg.dry_run else None
         self.point_every = max(1, self.steps_per_epoch // POINTS_PER_EPOCH)
+        self.compared: Path | None = None
         self.title = f"LeNet-5 on {reporting.dataset_label(dataset.name)} - {option.describe()}"
 
     @property
@@ -304,7 +310,9 @@ class TrainingRun:
         """Print the test result, write the final metrics, list the output files."""
         test_loss, test_accuracy = test
         cfg, test_split = self.cfg, self.dataset.test
-        label = "SYNTHETIC test digits (not MNIST)" if self.dataset.synthetic else "MNIST test set"
+        label = {"synthetic": "SYNTHETIC test digits (not MNIST)", "mnist": "MNIST test set"}.get(
+            self.dataset.name, f"test part of {reporting.dataset_label(self.dataset.name)}"
+        )
         say(
             f"test accuracy {100 * test_accuracy:.2f}% on the {label} "
             f"({len(test_split)} images), loss {test_loss:.4f}"
@@ -319,11 +327,12 @@ class TrainingRun:
             extra = {
                 "test": {"loss": test_loss, "accuracy": test_accuracy, "images": len(test_split)},
                 "device": self.option.describe(),
-                "config": {n: getattr(cfg, n) for n in RUN_SETTINGS},
             }
             files = self.write_reports(extra)
             files += [p for p in (self.last_path, self.out / BEST) if p.exists()]
             say("outputs : " + ", ".join(str(p) for p in files))
+            if self.compared is not None:
+                say(f"compare : {self.compared} (this run beside the runs before it)")
         return RunResult(
             self.history,
             test_loss,
@@ -331,6 +340,8 @@ class TrainingRun:
             self.option.describe(),
             self.dataset.name,
             files,
+            None if cfg.dry_run else self.out,
+            self.compared,
         )
 
     # -- files
@@ -388,10 +399,14 @@ class TrainingRun:
     def write_reports(self, extra: dict[str, Any] | None = None) -> list[Path]:
         try:
             within = reporting.within_epochs(self.points)
-            extra = {**(extra or {}), "within_epochs": within}
+            config = {n: getattr(self.cfg, n) for n in RUN_SETTINGS}
+            config["peak_lr"] = self.cfg.peak_lr  # what a run with the default lr used
+            extra = {**(extra or {}), "config": config, "within_epochs": within}
             files = reporting.write_metrics(self.history, self.out, self.dataset.name, extra)
             curves = self.out / reporting.CURVES_PNG
             files.append(reporting.plot_curves(self.history, curves, self.title, within))
+            if self.out.resolve().parent == Path(self.cfg.runs_dir).resolve():
+                self.compared = runs.compare(self.out.parent)  # None while it is the only run
         except OSError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
         return files
@@ -399,6 +414,23 @@ class TrainingRun:
 
 # --------------------------------------------------------------------------------------------
 # Before a run: the output folder, resume, device, data
+
+
+def run_folder(cfg: Any) -> Any:
+    """``cfg`` with ``output_dir`` set to this run's folder: the one ``--output-dir`` named;
+    else, for ``--resume``, the latest run in ``runs_dir``; else a new folder there named
+    after the time and the settings that differ from the defaults (see ``runs``)."""
+    if cfg.output_dir is not None:
+        return cfg
+    runs_dir = Path(cfg.runs_dir)
+    if cfg.resume:
+        latest = runs.latest_run(runs_dir)
+        if latest is None:
+            raise TrainError(
+                f"Nothing to resume: no run in {runs_dir} has a {LAST}. Start without --resume."
+            )
+        return replace(cfg, output_dir=latest)
+    return replace(cfg, output_dir=runs.new_run_folder(runs_dir, runs.run_name(cfg)))
 
 
 def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
@@ -418,7 +450,7 @@ def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, 
         names = ", ".join("--" + n.replace("_", "-") for n in ignored)
         say(
             f"note: --resume continues the saved run with its own settings; ignored: {names}. "
-            "To change them, start a new run in another --output-dir."
+            "To change them, start a new run (without --resume)."
         )
     return replace(cfg, **{n: saved[n] for n in RUN_SETTINGS if n in saved}), checkpoint
 
@@ -442,7 +474,7 @@ _SAVED_SETTINGS = {
     "momentum": (lambda v: _number(v, positive=False), "zero or a positive number"),
     "weight_decay": (lambda v: _number(v, positive=False), "zero or a positive number"),
     "seed": (lambda v: _whole(v, 0), f"a whole number from 0 to {MAX_SEED}"),
-    "dataset": (lambda v: v in data.DATASETS, "one of " + ", ".join(data.DATASETS)),
+    "dataset": (data.is_dataset, "one of " + ", ".join(data.DATASETS) + ", folder:<path>"),
 }
 
 
@@ -492,5 +524,5 @@ def choose_device(
 def load_data(name: str, data_dir: Path) -> data.Dataset:
     try:
         return data.load_dataset(name, data_dir)
-    except mnist.MNISTUnavailable as error:
+    except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:
         raise TrainError(str(error)) from error

@@ -37,6 +37,16 @@ EPOCHS = whole_number(1, MAX_EPOCHS)
 BATCH_SIZE = whole_number(1, MAX_BATCH_SIZE)
 
 
+def dataset_name(text: str) -> str:
+    """--dataset: mnist, synthetic or folder:PATH."""
+    if not data.is_dataset(text) or text == "folder:":
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a dataset: use mnist, synthetic or folder:PATH (a folder with one "
+            "subfolder of images per class)"
+        )
+    return text
+
+
 def build_parser(defaults: Any) -> argparse.ArgumentParser:
     """The parser; ``defaults`` is a ``TrainConfig()``, whose values the options default to."""
     package = (__package__ or "<package>.").rpartition(".")[0]
@@ -89,20 +99,24 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
     )
     add(
         "--dataset",
-        choices=data.DATASETS,
+        type=dataset_name,
         default=defaults.dataset,
-        help="mnist, or synthetic digits generated here (no download)",
+        help="mnist; synthetic: digits generated here (no download); folder:PATH: your own "
+        "images, one subfolder per class (README: Your own images)",
     )
     add(
         "--output-dir",
         type=Path,
         default=defaults.output_dir,
-        help="checkpoints (last.pt, best.pt), metrics.csv/json and curves.png go here",
+        help="this run's folder: checkpoints (last.pt, best.pt), metrics.csv/json and "
+        "curves.png go here (default: a new folder in runs/ named after the time and the "
+        "settings that differ from the defaults, so every run keeps its own)",
     )
     add(
         "--resume",
         action="store_true",
-        help="continue the run saved in --output-dir (last.pt) with its own settings",
+        help="continue a run with its own settings: the one in --output-dir, or by default "
+        "the latest run in runs/",
     )
     add(
         "--dry-run",

@@ -1,0 +1,152 @@
+"""Run folders: each training run keeps its own, and the latest is easy to find.
+
+    runs/
+      2026-03-14_10-02-41/                  the first run (default settings)
+      2026-03-14_10-09-13_adam/             --optimizer adam
+      2026-03-14_10-15-55_adam_lr0.001/     --optimizer adam --lr 0.001
+      compare.png                           the runs' curves in one picture
+
+A new run gets a folder named after the time it started and the settings that differ from
+the defaults, so that trying ``--optimizer adam`` never replaces the run before it and the
+folder names say what each run tried. "The latest run" is the one whose ``last.pt`` was
+written last: ``--resume`` continues it and ``evaluate`` tests it unless told otherwise.
+Folder names use no ``:`` (Windows forbids it) and sort by time.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import reporting
+from .checkpoints import LAST
+
+RUNS_DIR = Path("runs")
+COMPARE_PNG = "compare.png"
+MAX_COMPARED = 6  # more lines than this are hard to tell apart in one picture
+
+# How a setting that differs reads in a folder name and in the comparison's legend.
+_SHORT = {
+    "optimizer": ("{}", "{}"),
+    "lr": ("lr{:g}", "lr {:g}"),
+    "epochs": ("{}epochs", "{} epochs"),
+    "batch_size": ("batch{}", "batch {}"),
+    "weight_decay": ("wd{:g}", "weight decay {:g}"),
+    "momentum": ("momentum{:g}", "momentum {:g}"),
+    "seed": ("seed{}", "seed {}"),
+    "dataset": ("{}", "{}"),
+}
+
+
+def _safe(text: str) -> str:
+    """A folder-name part: letters, digits, '.', '-' and '_' only (a dataset such as
+    ``folder:C:\\photos`` would otherwise put ':' and '\\' into the name)."""
+    kept = "".join(c if c.isalnum() or c in ".-_" else "-" for c in text)
+    return kept.strip("-.")[:40] or "x"
+
+
+def run_name(cfg: Any, now: _dt.datetime | None = None) -> str:
+    """``YYYY-MM-DD_HH-MM-SS`` plus each setting that differs from the defaults of
+    ``type(cfg)``, e.g. ``2026-03-14_10-09-13_adam_lr0.001``."""
+    stamp = (now or _dt.datetime.now()).strftime("%Y-%m-%d_%H-%M-%S")
+    defaults = type(cfg)()
+    parts = [stamp]
+    for name, (short, _) in _SHORT.items():
+        value = getattr(cfg, name, None)
+        if value is not None and value != getattr(defaults, name, None):
+            parts.append(_safe(short.format(value)))
+    return "_".join(parts)
+
+
+def new_run_folder(runs_dir: Path, name: str) -> Path:
+    """``runs_dir / name``, or ``name-2``, ``name-3``... when a run of the same second and
+    settings has it already. The folder itself is created by the run when it writes."""
+    folder, count = Path(runs_dir) / name, 1
+    while folder.exists():
+        count += 1
+        folder = Path(runs_dir) / f"{name}-{count}"
+    return folder
+
+
+def runs_in(runs_dir: Path) -> list[Path]:
+    """The run folders in ``runs_dir`` (those holding ``last.pt``), oldest first by when
+    ``last.pt`` was written. ``runs_dir`` itself counts when it holds one (a run written
+    there by an older version of this project, or with ``--output-dir runs``)."""
+    runs_dir = Path(runs_dir)
+    if not runs_dir.is_dir():
+        return []
+    candidates = [runs_dir, *sorted(p for p in runs_dir.iterdir() if p.is_dir())]
+    found = [(p / LAST).stat().st_mtime for p in candidates if (p / LAST).is_file()]
+    folders = [p for p in candidates if (p / LAST).is_file()]
+    return [p for _, p in sorted(zip(found, folders), key=lambda pair: pair[0])]
+
+
+def latest_run(runs_dir: Path) -> Path | None:
+    """The run folder whose ``last.pt`` was written last, or None when there is none."""
+    found = runs_in(runs_dir)
+    return found[-1] if found else None
+
+
+# --------------------------------------------------------------------------------------------
+# Several runs in one picture
+
+
+@dataclass
+class ComparedRun:
+    folder: Path
+    config: dict[str, Any]
+    history: list[dict[str, Any]]
+    within: list[dict[str, Any]]
+    label: str = ""
+
+
+def _read(folder: Path) -> ComparedRun | None:
+    try:
+        metrics = reporting.read_metrics(folder)
+    except (OSError, ValueError):  # a run without metrics yet, or a file edited by hand
+        return None
+    config = metrics.get("config")
+    if not isinstance(config, dict) or not metrics.get("epochs"):
+        return None
+    return ComparedRun(
+        folder, config, list(metrics["epochs"]), list(metrics.get("within_epochs", []))
+    )
+
+
+def label_runs(runs: Sequence[ComparedRun]) -> None:
+    """Name each run by the settings that differ between the runs (``adam, lr 0.001``); runs
+    with the same settings are told apart by their folder's name."""
+
+    def value(run: ComparedRun, name: str) -> Any:
+        if name == "lr":  # the peak the run used, also when it took the default
+            return run.config.get("peak_lr", run.config.get("lr"))
+        return run.config.get(name)
+
+    names = [n for n in _SHORT if len({repr(value(r, n)) for r in runs}) > 1]
+    for run in runs:
+        parts = [_SHORT[n][1].format(value(run, n)) for n in names]
+        run.label = ", ".join(parts) or run.folder.name
+    labels = [r.label for r in runs]
+    for run in runs:
+        if labels.count(run.label) > 1:
+            run.label = f"{run.label} ({run.folder.name[:19]})" if names else run.folder.name
+
+
+def compare(runs_dir: Path, limit: int = MAX_COMPARED) -> Path | None:
+    """Draw ``runs_dir/compare.png``: the curves of the latest ``limit`` runs, each labelled by
+    what differs between them. None (and nothing drawn) with fewer than two runs."""
+    found = [r for r in (_read(p) for p in runs_in(runs_dir)) if r is not None][-limit:]
+    if len(found) < 2:
+        return None
+    label_runs(found)
+    datasets = {str(r.config.get("dataset")) for r in found}
+    title = "Runs compared"
+    if len(datasets) == 1:
+        title += f" on {reporting.dataset_label(datasets.pop())}"
+    path = Path(runs_dir) / COMPARE_PNG
+    reporting.plot_comparison(
+        [(r.label, r.history, r.within) for r in found], path, f"{title} ({runs_dir})"
+    )
+    return path

@@ -1,0 +1,129 @@
+"""Runs a learner can compare: every run keeps its own folder, one picture shows several runs
+labelled by what differs, and --resume and evaluate take the latest run by default."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+
+import pytest
+
+from {{ cookiecutter.package_name }} import (
+    evaluate,
+    train,
+)
+from {{ cookiecutter.package_name }}.machinery import (
+    checkpoints,
+    devices,
+    reporting,
+    runs,
+    stopping,
+)
+
+NOW = datetime.datetime(2026, 3, 14, 10, 9, 13)
+
+
+def _train(runs_dir, discovery, dataset, **settings):
+    cfg = train.TrainConfig(
+        epochs=1, dataset="synthetic", device="cpu", batch_size=64, runs_dir=runs_dir, **settings
+    )
+    return train.train(cfg, discovery=discovery, dataset=dataset)
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory, tiny_dataset):
+    """runs/ after the README's experiment: the default run, then ``--optimizer adam``."""
+    cpu = devices.discover(probes=[devices.probe_cpu])
+    runs_dir = tmp_path_factory.mktemp("experiment") / "runs"
+    first = _train(runs_dir, cpu, tiny_dataset)
+    first_bytes = (first.output_dir / "last.pt").read_bytes()
+    second = _train(runs_dir, cpu, tiny_dataset, optimizer="adam")
+    return runs_dir, first, second, first_bytes
+
+
+def test_a_second_run_keeps_the_first_one_and_its_folder_says_what_changed(two_runs):
+    runs_dir, first, second, first_bytes = two_runs
+    assert first.output_dir != second.output_dir
+    assert first.output_dir.parent == second.output_dir.parent == runs_dir
+    # named after the time and what differs from the defaults (here also 1 epoch, batch 64...)
+    assert "_adam_" in second.output_dir.name and "adam" not in first.output_dir.name
+    assert (first.output_dir / "last.pt").read_bytes() == first_bytes  # not replaced
+    for run in (first, second):
+        for name in ("last.pt", "best.pt", "metrics.json", "curves.png"):
+            assert (run.output_dir / name).is_file(), (run.output_dir, name)
+
+
+def test_the_runs_are_drawn_together_labelled_by_what_differs(two_runs):
+    runs_dir, first, second, _ = two_runs
+    assert first.compared is None  # alone, there is nothing to compare
+    assert second.compared == runs_dir / runs.COMPARE_PNG
+    assert second.compared.read_bytes().startswith(b"\x89PNG")
+    found = [runs._read(folder) for folder in runs.runs_in(runs_dir)]
+    runs.label_runs(found)
+    assert [r.label for r in found] == ["sgd, lr 0.05", "adam, lr 0.002"]
+
+
+def test_resume_continues_the_latest_run_by_default(two_runs, tiny_dataset, cpu_discovery):
+    runs_dir, _, second, _ = two_runs
+    cfg = train.TrainConfig(device="cpu", runs_dir=runs_dir, resume=True)
+    result = train.train(cfg, discovery=cpu_discovery, dataset=tiny_dataset)
+    assert result.output_dir == second.output_dir  # the adam run: nothing left to train
+    assert [row["epoch"] for row in result.history] == [1]
+
+
+def test_evaluate_tests_the_latest_run_by_default(two_runs):
+    runs_dir, _, second, _ = two_runs
+    assert evaluate.find_checkpoint(runs_dir) == second.output_dir / "best.pt"
+
+
+def test_the_latest_run_is_the_one_trained_last_not_the_last_name(tmp_path):
+    runs_dir = tmp_path / "runs"
+    for name, age in (("2026-03-14_10-00-00", 10), ("my-own-name", 100), ("2026-03-14_09", 0)):
+        (runs_dir / name).mkdir(parents=True)
+        (runs_dir / name / "last.pt").write_bytes(b"x")
+        stamp = time.time() - 1000 + age
+        os.utime(runs_dir / name / "last.pt", (stamp, stamp))
+    (runs_dir / "not-a-run").mkdir()
+    assert runs.latest_run(runs_dir) == runs_dir / "my-own-name"
+    assert runs.latest_run(tmp_path / "nothing-here") is None
+
+
+def test_resume_with_no_run_says_what_to_do(tmp_path, tiny_dataset, cpu_discovery):
+    cfg = train.TrainConfig(device="cpu", runs_dir=tmp_path / "runs", resume=True)
+    with pytest.raises(stopping.TrainError) as caught:
+        train.train(cfg, discovery=cpu_discovery, dataset=tiny_dataset)
+    assert str(caught.value) == (
+        f"Nothing to resume: no run in {tmp_path / 'runs'} has a last.pt. Start without --resume."
+    )
+
+
+def test_run_names_say_what_differs_and_are_safe_on_windows(tmp_path):
+    assert runs.run_name(train.TrainConfig(), NOW) == "2026-03-14_10-09-13"
+    cfg = train.TrainConfig(optimizer="adam", lr=0.001, epochs=10, dataset="folder:C:\\my pics")
+    name = runs.run_name(cfg, NOW)
+    assert name.startswith("2026-03-14_10-09-13_adam_lr0.001_10epochs_folder-C-")
+    assert not set(name) & set(':\\/*?"<>| ')
+    (tmp_path / name).mkdir()  # a name the file system accepts
+    assert runs.new_run_folder(tmp_path, name) == tmp_path / f"{name}-2"
+
+
+def test_an_explicit_output_dir_is_the_run_folder_itself(tmp_path, tiny_dataset, cpu_discovery):
+    out = tmp_path / "mine"
+    result = _train(tmp_path / "runs", cpu_discovery, tiny_dataset, output_dir=out)
+    assert result.output_dir == out and (out / "last.pt").is_file()
+    assert checkpoints.load_checkpoint(out / "last.pt")["epochs_done"] == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_comparison_names_each_run_in_its_legend(tmp_path):
+    history = [{"epoch": 1, "val_loss": 0.2, "val_accuracy": 0.95}]
+    history += [{"epoch": 2, "val_loss": 0.1, "val_accuracy": 1.0}]  # no error: on the floor
+    within = [{"epoch": 0.5, "train_loss": 0.6, "train_accuracy": 0.8}]
+    figure = reporting.comparison_figure(
+        [("sgd, lr 0.05", history, within), ("adam, lr 0.002", history, within)], "Runs"
+    )
+    loss_ax, error_ax = figure.axes[:2]
+    labels = [text.get_text() for text in error_ax.get_legend().get_texts()]
+    assert labels == ["sgd, lr 0.05", "adam, lr 0.002"]
+    assert loss_ax.get_yscale() == error_ax.get_yscale() == "log"
