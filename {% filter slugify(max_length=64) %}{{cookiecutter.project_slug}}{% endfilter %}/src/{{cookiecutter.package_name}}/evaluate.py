@@ -27,12 +27,12 @@ from .machinery.checkpoints import BEST, LAST
 from .machinery.cli import (
     HelpFormatter,
     command,
-    printable,
     safe_console,
     whole_number,
     write_err,
     write_out,
 )
+from .machinery.untrusted import printable
 from .model import NUM_CLASSES, LeNet5, to_device
 from .train import EVAL_BATCH_SIZE
 

@@ -198,20 +198,6 @@ def command(main: Callable[[Sequence[str] | None], int]) -> Callable[..., int]:
     return entry
 
 
-def printable(value: object, limit: int = 100) -> str:
-    """Text from a file someone else may have written, fit to quote in a message: control,
-    format and bidi characters shown as escapes (they cannot move the cursor, retitle the
-    window or reorder the line), and at most ``limit`` characters."""
-    text = str(value)
-    shown = "".join(
-        char.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
-        else char
-        for char in text[: limit + 1]
-    )
-    return shown[:limit] + "..." if len(shown) > limit else shown
-
-
 def clean_name(value: Any) -> str:
     """A name from a driver, an adapter or the system, fit to print, store and compare.
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Iterator
 
 from . import checkpoints, reporting
-from .cli import printable
 from .stopping import TrainError
+from .untrusted import printable
 
 LOCK_NAME = ".training.lock"
 # Every file the project writes into an output folder through a temporary file.
@@ -169,9 +169,10 @@ def _holder(lock: Path) -> dict:
 
 
 def _in_use(folder: Path, lock: Path, holder: dict) -> OutputFolderInUse:
-    who = f"process {printable(holder.get('pid', '?'))} on {printable(holder.get('host', '?'))}"
+    pid, host = (printable(holder.get(key, "?"), 100) for key in ("pid", "host"))
+    who = f"process {pid} on {host}"
     if "started" in holder:
-        who += f", started {printable(holder['started'])}"
+        who += f", started {printable(holder['started'], 100)}"
     return OutputFolderInUse(
         f"Another training run ({who}) is writing to {folder}. Wait for it to finish, or "
         f"choose another --output-dir. If no such run exists any more, delete {lock}."
