@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..machinery.cli import safe_console, write_out
+from ..machinery.cli import command, safe_console, write_out
 from ..machinery.untrusted import FIELD_LIMIT, printable
 from .report_files import (
     MAX_DEPTH,
@@ -542,7 +542,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Summarise a folder of `verify_install --json` reports into tables: the "
         "verdicts, the devices, every machine, and the problems several machines share.",
         epilog=f"collect reports with: python -m {package or '<package>'}.verify_install --json "
-        "> reports/NAME.json",
+        "> reports/NAME.json. Exit codes: 0 summarised, 1 no report could be read, 2 no such "
+        "folder or no reports in it, 74 the summary could not be written to stdout (a full "
+        "disk), 130 stopped with Ctrl+C.",
     )
     parser.add_argument(
         "folder",
@@ -557,6 +559,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     safe_console()
