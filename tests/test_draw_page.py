@@ -47,15 +47,32 @@ def cache_root() -> Path:
     return Path(os.environ.get("TEMPLATE_TEST_CACHE", default))
 
 
-@pytest.fixture(scope="module")
-def browser_programs():
-    """(chromium, chromedriver), installed with apt-get if missing; in CI their absence fails."""
+def chromium_or_skip(ensure=chromium.ensure) -> tuple[Path, Path]:
+    """(chromium, chromedriver), installed with apt-get if missing. Without them the test is
+    skipped on a developer's machine and fails in CI, where a skip would hide it."""
     try:
-        return chromium.ensure()
+        return ensure()
     except chromium.ChromiumSetupError as error:
         if os.environ.get("CI") == "true":
             pytest.fail(f"Chromium is needed for the browser test in CI: {error}")
         pytest.skip(f"no Chromium for the browser test: {error}")
+
+
+def test_missing_chromium_fails_in_ci_and_skips_elsewhere(monkeypatch):
+    def missing():
+        raise chromium.ChromiumSetupError("no apt-get here")
+
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="needed for the browser test in CI"):
+        chromium_or_skip(missing)
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no apt-get here"):
+        chromium_or_skip(missing)
+
+
+@pytest.fixture(scope="module")
+def browser_programs():
+    return chromium_or_skip()
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +207,7 @@ def preview_ink(driver) -> tuple[int, int]:
     )
 
 
+@pytest.mark.slow
 def test_drawn_digits_are_read_as_they_are_drawn_in_chromium(page, driver):
     url, output, child = page
     assert "Device  : cpu" in output

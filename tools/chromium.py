@@ -18,7 +18,10 @@ from pathlib import Path
 
 APT_PACKAGES = ["chromium", "chromium-driver"]
 APT_TIMEOUT = 1200
-BROWSERS = ("chromium", "chromium-browser")
+# Debian's names first; then Google Chrome, which hosted CI images (GitHub's) ship with a
+# matching chromedriver in $CHROMEWEBDRIVER.
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+WINDOWS_CHROME = Path("Google") / "Chrome" / "Application" / "chrome.exe"
 DRIVERS = ("chromedriver",)
 
 
@@ -38,9 +41,27 @@ def _first(names: tuple[str, ...]) -> str | None:
     return None
 
 
+def _browser() -> str | None:
+    found = _first(BROWSERS)
+    if found or os.name != "nt":
+        return found
+    for root in (os.environ.get("PROGRAMFILES"), os.environ.get("PROGRAMFILES(X86)")):
+        if root and (Path(root) / WINDOWS_CHROME).is_file():
+            return str(Path(root) / WINDOWS_CHROME)
+    return None
+
+
+def _driver() -> str | None:
+    found = _first(DRIVERS)
+    folder = os.environ.get("CHROMEWEBDRIVER")
+    if found or not folder:
+        return found
+    return shutil.which("chromedriver", path=folder)
+
+
 def find() -> tuple[Path, Path] | None:
     """(browser, driver) when both are installed, else None."""
-    browser, driver = _first(BROWSERS), _first(DRIVERS)
+    browser, driver = _browser(), _driver()
     return (Path(browser), Path(driver)) if browser and driver else None
 
 

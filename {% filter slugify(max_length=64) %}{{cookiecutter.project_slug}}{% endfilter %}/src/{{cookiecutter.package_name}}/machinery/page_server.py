@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import sys
 from typing import Callable, Mapping, Tuple
 
 HOST = "127.0.0.1"
@@ -51,6 +52,12 @@ class PageServer(http.server.ThreadingHTTPServer):
 
     def allowed_hosts(self) -> set[str]:
         return {f"{HOST}:{self.port}", f"localhost:{self.port}"}
+
+    def handle_error(self, request, client_address) -> None:
+        # A browser that drops a connection (a closed tab, a reload) is no error to report.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
