@@ -27,6 +27,7 @@ from {{ cookiecutter.package_name }}.datasets import (
     handwriting,
 )
 from {{ cookiecutter.package_name }}.machinery import (
+    devices,
     page_server,
 )
 
@@ -105,8 +106,6 @@ def test_a_digit_larger_than_the_box_on_one_side_still_fits(tiny_dataset):
 
 @pytest.fixture(scope="module")
 def reader(trained_run) -> draw.Reader:
-    from {{ cookiecutter.package_name }}.machinery import devices
-
     cpu = devices.discover(probes=[devices.probe_cpu])
     loaded, _ = draw.load_reader(trained_run / "best.pt", "cpu", discovery=cpu)
     return loaded
@@ -274,7 +273,7 @@ def test_without_a_trained_model_it_says_how_to_train_one(run_module, tmp_path, 
     assert "--dataset synthetic" in result.stderr
 
 
-def test_ctrl_c_stops_it_and_frees_the_port(trained_run, monkeypatch, capsys):
+def test_ctrl_c_stops_it_and_frees_the_port(trained_run, cpu_only, monkeypatch, capsys):
     started = {}
 
     def interrupted(self, poll_interval=0.5):
