@@ -369,3 +369,78 @@ def test_an_amd_card_without_a_kfd_node_has_no_target_and_no_judgement(drm, tool
     codes = [f.code for f in envcheck.check_gpus(project("rocm"), LINUX, scan)]
     assert not [code for code in codes if code.startswith("GPU-AMD-ROCM-")]
     assert recommend.recommend(LINUX, scan.hardware).stack == "rocm"
+
+
+ROCMINFO_OUTPUT = """\
+ROCk module version 6.8.5 is loaded
+=====================
+HSA System Attributes
+=====================
+Runtime Version:         1.14
+Runtime Ext Version:     1.6
+System Timestamp Freq.:  1000.000000MHz
+Sig. Max Wait Duration:  18446744073709551615 (0xFFFFFFFFFFFFFFFF) (timestamp count)
+Machine Model:           LARGE
+System Endianness:       LITTLE
+Mwaitx:                  DISABLED
+DMAbuf Support:          YES
+
+==========
+HSA Agents
+==========
+*******
+Agent 1
+*******
+  Name:                    AMD Ryzen 7 5800X 8-Core Processor
+  Uuid:                    CPU-XX
+  Marketing Name:          AMD Ryzen 7 5800X 8-Core Processor
+  Vendor Name:             CPU
+  Feature:                 None specified
+  Profile:                 FULL_PROFILE
+  Node:                    0
+  Device Type:             CPU
+  Cache Info:
+    L1:                      32768(0x8000) KB
+  Chip ID:                 0(0x0)
+*******
+Agent 2
+*******
+  Name:                    gfx1031
+  Uuid:                    GPU-XX
+  Marketing Name:          AMD Radeon RX 6700 XT
+  Vendor Name:             AMD
+  Feature:                 KERNEL_DISPATCH
+  Profile:                 BASE_PROFILE
+  Node:                    1
+  Device Type:             GPU
+  Cache Info:
+    L1:                      16(0x10) KB
+    L2:                      3072(0xc00) KB
+    L3:                      98304(0x18000) KB
+  Chip ID:                 29663(0x73df)
+  Compute Unit:            40
+  ISA Info:
+    ISA 1
+      Name:                    amdgcn-amd-amdhsa--gfx1031
+      Machine Models:          HSA_MACHINE_MODEL_LARGE
+*** Done ***
+"""
+
+
+def test_rocminfo_names_the_amd_gpu_and_its_target_where_rocm_is_installed(drm, tools):
+    answers, calls = tools
+    card(drm, "card1", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
+    answers["rocminfo"] = CommandResult(("rocminfo",), 0, ROCMINFO_OUTPUT)
+
+    scan = gpu_linux.scan(drm)
+
+    (gpu,) = scan.gpus
+    assert (gpu.name, gpu.gfx_target, gpu.device_id) == ("AMD Radeon RX 6700 XT", "gfx1031", 0x73DF)
+    assert gpu.dedicated_memory == 12 * 2**30 and "rocminfo" in scan.source
+    assert [name for name, _ in calls] == ["rocminfo"]  # no need for rocm-smi then
+
+
+def test_rocminfo_without_agents_is_unreadable_and_rocm_smi_is_asked():
+    with pytest.raises(ValueError):
+        gpu_linux.parse_rocminfo("hsa api call failure at: rocminfo.cc:1306\n")
+    assert gpu_linux.parse_rocminfo(ROCMINFO_OUTPUT.split("*******\nAgent 2")[0]) == []

@@ -1113,9 +1113,11 @@ def test_invalid_device_function_in_the_smoke_test_names_the_target_and_the_over
     out = read_output(capsys.readouterr().out)
 
     assert code == verify_install.EXIT_BROKEN
-    found, fix = failing_row(out, "Smoke test")
+    (found,) = [text for check, text in out.row_texts if check == "Smoke test"]
     assert "invalid device function" in found and "gfx1031" in found
+    (fix,) = [fix for label, fix in out.fixes if "Smoke test" in label]
     assert "`export HSA_OVERRIDE_GFX_VERSION=10.3.0`" in fix and "Unofficial" in fix
+    assert len(out.fixes) == 1  # the GPU line gives the same fix: printed once
     gpu = [text for check, text in out.row_texts if check == "GPU" and "gfx1031 is not" in text]
     assert gpu and "unofficial" in gpu[0]
 

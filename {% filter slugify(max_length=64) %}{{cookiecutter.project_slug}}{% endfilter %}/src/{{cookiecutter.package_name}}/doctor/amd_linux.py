@@ -136,6 +136,17 @@ def supported_targets() -> tuple[str, ...]:
         return ()
 
 
+def override_fix(support: RocmSupport) -> str:
+    """The one fix for a target that runs on a close one's kernels (the GPU line and a kernel
+    failure say it in the same words, so the fixes list shows it once)."""
+    return (
+        f"In the rocm environment, before training: `export HSA_OVERRIDE_GFX_VERSION="
+        f"{support.override}` (add the line to ~/.bashrc, or set it in the run configuration's "
+        "environment variables), then run verify_install again. Unofficial: AMD does not "
+        "support it; if the smoke test still fails, train with `--device cpu`."
+    )
+
+
 # ------------------------------------------------------------------------- device access
 
 

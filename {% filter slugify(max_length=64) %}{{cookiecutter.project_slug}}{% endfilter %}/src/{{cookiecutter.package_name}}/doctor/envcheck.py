@@ -639,10 +639,7 @@ def _amd_support_findings(project: Project, gpu: Gpu) -> list[Finding]:
                 f"{gpu.name}: {gpu.gfx_target} is not one of the GPU targets of {rocm}; without "
                 "an override the first kernel fails with 'HIP error: invalid device function'. "
                 f"Its close relative {support.close} runs it: unofficial, AMD does not support it.",
-                f"In the rocm environment, before training: `export HSA_OVERRIDE_GFX_VERSION="
-                f"{support.override}` (add the line to ~/.bashrc, or set it in the run "
-                "configuration's environment variables). Unofficial: if verify_install's smoke "
-                "test still fails, train with `--device cpu`.",
+                amd_linux.override_fix(support),
                 code="GPU-AMD-ROCM-OVERRIDE",
             )
         ]

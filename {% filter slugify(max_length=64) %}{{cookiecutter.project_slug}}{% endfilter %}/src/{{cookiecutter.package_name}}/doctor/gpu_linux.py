@@ -28,6 +28,7 @@ NVIDIA_SMI_QUERY = [
     "--format=csv,noheader,nounits",
 ]
 ROCM_SMI_QUERY = ["rocm-smi", "--showproductname", "--json"]
+ROCMINFO_QUERY = ["rocminfo"]
 
 
 def _read(path: Path) -> str:
@@ -133,6 +134,33 @@ def parse_rocm_smi(text: str) -> list[Gpu]:
     return gpus
 
 
+def parse_rocminfo(text: str) -> list[Gpu]:
+    """rocminfo's GPU agents: 'Name: gfx1031', 'Marketing Name: AMD Radeon RX 6700 XT',
+    'Device Type: GPU', one block per agent. Raises ValueError when it lists no agent at all."""
+    if "Agent" not in text:
+        raise ValueError("no HSA agents listed")
+    gpus = []
+    for block in re.split(r"\*{5,}\s*\nAgent \d+\s*\n\*{5,}", text)[1:]:
+        fields = {}
+        for line in block.splitlines():
+            key, _, value = line.strip().partition(":")
+            if value and key.strip() not in fields:  # the agent's own fields come first
+                fields[key.strip()] = value.strip()
+        if fields.get("Device Type") != "GPU":
+            continue
+        gfx = fields.get("Name", "")
+        gpus.append(
+            Gpu(
+                name=fields.get("Marketing Name") or gfx,
+                vendor_id=AMD,
+                driver="amdgpu",
+                source="rocminfo",
+                gfx_target=gfx if gfx.startswith("gfx") else "",
+            )
+        )
+    return gpus
+
+
 def _tool_gpus(args: list[str], parse, timeout: float) -> tuple[list[Gpu], str]:
     result = run_tool(args, timeout)
     if result.problem:
@@ -155,6 +183,7 @@ def _named(cards: list[Gpu], named: list[Gpu]) -> list[Gpu]:
             tool,
             device_id=card.device_id,
             dedicated_memory=tool.dedicated_memory or card.dedicated_memory,
+            gfx_target=tool.gfx_target or card.gfx_target,
         )
         for card, tool in zip(cards, named)
     ]
@@ -198,17 +227,23 @@ def scan(root: Path = DRM_ROOT, timeout: float = TOOL_TIMEOUT, wsl: bool = False
             nvidia = _named(nvidia, named)
             source = f"{source} + nvidia-smi" if source else "nvidia-smi"
     if any(gpu.driver == "amdgpu" for gpu in amd):
-        named, problem = _tool_gpus(ROCM_SMI_QUERY, parse_rocm_smi, timeout)
-        if problem and "not found" not in problem:  # ROCm's tools are optional
-            problems.append(f"rocm-smi: {problem}")
+        # ROCm's tools are optional: rocminfo gives the marketing names, else rocm-smi.
+        named, problem = _tool_gpus(ROCMINFO_QUERY, parse_rocminfo, timeout)
         if named:
             amd = _named(amd, named)
-            source = f"{source} + rocm-smi"
+            source = f"{source} + rocminfo"
+        else:
+            named, problem = _tool_gpus(ROCM_SMI_QUERY, parse_rocm_smi, timeout)
+            if problem and "not found" not in problem:
+                problems.append(f"rocm-smi: {problem}")
+            if named:
+                amd = _named(amd, named)
+                source = f"{source} + rocm-smi"
     denied = []
     if any(gpu.driver == "amdgpu" for gpu in amd):
         system_root = root.parents[2] if len(root.parents) > 2 else Path("/")
         kfd_root = root.parent / "kfd" / "kfd" / "topology" / "nodes"
-        amd = with_gfx_targets(amd, amd_linux.kfd_nodes(kfd_root))
+        amd = with_gfx_targets(amd, amd_linux.kfd_nodes(kfd_root))  # the kernel's word wins
         nodes = ["/dev/kfd"] + [gpu.render_node for gpu in amd if gpu.render_node]
         denied = amd_linux.device_access(dict.fromkeys(nodes), system_root)
     return GpuScan(nvidia + amd + others, source, problems, denied)

@@ -587,9 +587,7 @@ def invalid_device_function(report: Report, error: str) -> tuple[str, str] | Non
     if support.status == amd_linux.OVERRIDE:
         return (
             f"{seen} The close target {support.close} runs it (unofficial).",
-            f"`export HSA_OVERRIDE_GFX_VERSION={support.override}` in this terminal (and in "
-            "~/.bashrc), then run verify_install again. Unofficial: AMD does not support it; "
-            "if it still fails, train with `--device cpu`.",
+            amd_linux.override_fix(support),
         )
     return (
         f"{seen} No close supported target runs it.",
@@ -957,8 +955,10 @@ def can_go_on(report: Report) -> str:
         return f"You can go on to training: it will use {where}."
     if report.exit_code == EXIT_CPU_FALLBACK:
         accelerator = report.project.get("accelerator", "the GPU")
+        best = (report.recommendation or {}).get("stack", accelerator)
+        goal = f"train on {accelerator}" if best == accelerator else f"use the {best} environment"
         return "You can go on to training: it will use the CPU, only slower." + (
-            f" The fixes below are what it takes to train on {accelerator}." if fixes else ""
+            f" The fixes below are what it takes to {goal}." if fixes else ""
         )
     return "You cannot train yet: " + (
         "do the fixes below, then run Verify install again." if fixes else "report this output."
