@@ -49,7 +49,8 @@ def test_help_states_the_defaults(capsys):
         assert option in text
     assert "number of epochs (default: 5)" in text
     assert "training batch size (default: 128)" in text
-    assert "0.05 for sgd" in text and "(default: runs)" in text and "(default: auto)" in text
+    assert "0.05 for sgd" in text and "(default: auto)" in text
+    assert "(default: a new folder in runs/" in text and "(default: None)" not in text
 
 
 @pytest.mark.parametrize(
@@ -60,7 +61,7 @@ def test_help_states_the_defaults(capsys):
         (["--lr", "-1"], "must be a positive number"),
         (["--lr", "nan"], "must be a positive number"),
         (["--optimizer", "lbfgs"], "invalid choice"),
-        (["--dataset", "cifar"], "invalid choice"),
+        (["--dataset", "cifar"], "'cifar' is not a dataset"),
         (["--seed", "99999999999999999999999"], "must be a whole number from 0 to"),
         (["--seed", "-1"], "must be a whole number from 0 to"),
     ],
