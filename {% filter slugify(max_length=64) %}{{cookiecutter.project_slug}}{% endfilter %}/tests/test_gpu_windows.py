@@ -18,6 +18,7 @@ import pytest
 from {{ cookiecutter.package_name }}.doctor import (
     envcheck,
     gpu_windows,
+    recommend,
 )
 from {{ cookiecutter.package_name }}.doctor.bounded import (
     CommandResult,
@@ -30,6 +31,7 @@ from {{ cookiecutter.package_name }}.doctor.gpus import (
     INTEGRATED,
     SOFTWARE,
     Gpu,
+    GpuScan,
 )
 from {{ cookiecutter.package_name }}.doctor.os_info import (
     OsInfo,
@@ -461,3 +463,30 @@ def test_powershell_names_lose_their_nuls():
     assert gpu.describe() == (
         "NVIDIA GeForce GTX 470 (NVIDIA, discrete, driver 21.21.13.7653 of 2021-10-21)"
     )
+
+
+# ----------------------------------------------- AMD's ROCm preview for Windows: a note only
+# DXGI adapters as a Radeon desktop and laptops report them (names, PCI ids, drivers).
+RDNA_ADAPTERS = [
+    (Gpu("AMD Radeon RX 7800 XT", 0x1002, 0x747E, 16 * 2**30, "32.0.21013.1000",
+         datetime.date(2025, 1, 20), source="DXGI"), True),
+    (Gpu("AMD Radeon RX 9070 XT", 0x1002, 0x7550, 16 * 2**30, "32.0.21013.1000",
+         datetime.date(2025, 3, 5), source="DXGI"), True),
+    (Gpu("AMD Radeon RX 6700 XT", 0x1002, 0x73DF, 12 * 2**30, "32.0.12033.1030",
+         datetime.date(2025, 2, 20), source="DXGI"), False),  # RDNA2: not in the preview
+    (Gpu("AMD Radeon(TM) 780M Graphics", 0x1002, 0x15BF, 512 * 2**20, "31.0.24027.1012",
+         datetime.date(2024, 6, 1), source="DXGI"), False),  # integrated: not in the note
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("gpu,noted", RDNA_ADAPTERS, ids=[g.name for g, _ in RDNA_ADAPTERS])
+def test_an_rdna3_or_rdna4_radeon_hears_of_amds_rocm_preview_and_keeps_directml(gpu, noted):
+    findings = envcheck.check_gpus(project(), WINDOWS, GpuScan([gpu], "DXGI"))
+    notes = [f for f in findings if f.code == "GPU-WINDOWS-ROCM-PREVIEW"]
+
+    assert len(notes) == noted
+    if noted:
+        (note,) = notes
+        assert note.status == "ok" and not note.fix  # never a default, nothing to do
+        assert "preview" in note.found and "torch[device-gfx1100]" in note.found
+    assert recommend.recommend(WINDOWS, [gpu]).stack == "directml"
