@@ -105,10 +105,10 @@ def predict_endpoint(reader: Reader):
     return predict
 
 
-def no_model_message(path: Path) -> str:
+def no_model_message(where: str) -> str:
     package = __package__ or "<package>"
     return (
-        f"There is no trained model in {path} yet. Train one first: "
+        f"There is no trained model {where} yet. Train one first: "
         f"python -m {package}.train (MNIST), or offline "
         f"python -m {package}.train --dataset synthetic; or pass --checkpoint FILE."
     )
@@ -119,14 +119,14 @@ def find_model(runs_dir: Path = RUNS_DIR) -> Path:
     try:
         return evaluate.find_checkpoint(runs_dir)
     except evaluate.EvaluationError:
-        raise DrawError(no_model_message(runs_dir)) from None
+        raise DrawError(no_model_message(f"in {runs_dir}")) from None
 
 
 def load_reader(path: Path, device: str = "auto", discovery=None) -> tuple[Reader, dict]:
     """The model in ``path`` on ``device``, and the checkpoint's state; DrawError if either
     cannot be had."""
     if not Path(path).is_file():
-        raise DrawError(no_model_message(Path(path)))
+        raise DrawError(no_model_message(f"at {path}"))
     try:
         state = checkpoints.load_checkpoint(path)
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
@@ -189,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     except DrawError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        return 130
     except OSError as error:
         print(
             f"error: cannot listen on 127.0.0.1:{args.port}: {error.strerror or error}. "
