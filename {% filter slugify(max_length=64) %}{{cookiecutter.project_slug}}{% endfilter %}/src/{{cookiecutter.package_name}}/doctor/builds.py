@@ -20,17 +20,9 @@ from typing import Callable
 
 from ..machinery.project import Project
 from .envcheck import FAIL, OK, WARN, Finding, install_command
+from .recommend import stack_of_tag
 
 STACK_NAMES = {"xpu": "XPU", "rocm": "ROCm", "cuda": "CUDA", "cpu": "CPU"}
-
-
-def stack_of_tag(tag: str) -> str | None:
-    """'xpu' -> xpu, 'rocm7.14' -> rocm, 'cu130' -> cuda, 'cpu' -> cpu; else None."""
-    tag = tag.lower()
-    for prefix, stack in (("xpu", "xpu"), ("rocm", "rocm"), ("cu", "cuda"), ("cpu", "cpu")):
-        if tag.startswith(prefix):
-            return stack
-    return None
 
 
 @dataclass(frozen=True)

@@ -312,7 +312,12 @@ def stack_of_torch(torch_version: str | None, directml: bool) -> str | None:
         return "directml"
     if not torch_version or "+" not in torch_version:
         return None
-    tag = torch_version.split("+", 1)[1].lower()
+    return stack_of_tag(torch_version.split("+", 1)[1])
+
+
+def stack_of_tag(tag: str) -> str | None:
+    """A build tag's stack: 'xpu' -> xpu, 'rocm7.14' -> rocm, 'cu130' -> cuda, 'cpu' -> cpu."""
+    tag = tag.lower()
     for prefix, stack in (("xpu", "xpu"), ("rocm", "rocm"), ("cu", "cuda"), ("cpu", "cpu")):
         if tag.startswith(prefix):
             return stack
