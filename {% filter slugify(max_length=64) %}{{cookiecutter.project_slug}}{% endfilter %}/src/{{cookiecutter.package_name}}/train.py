@@ -52,10 +52,11 @@ from .model import LeNet5, to_device
 
 EVAL_BATCH_SIZE = 1000
 # The gradients' total norm is capped at this. LeNet has no normalisation layer, and with
-# momentum one outsized step near the schedule's peak undid what a run had learnt: on the
-# synthetic digits the loss jumped from 0.75 to 2.9 and then recovered, which looks broken.
-# Usual steps stay below the cap, so the learning itself is unchanged.
-MAX_GRAD_NORM = 1.0
+# momentum a few outsized steps near the schedule's peak undid what a run had learnt: on the
+# synthetic digits the loss jumped from 0.75 to 2.9 before it recovered, which looks broken.
+# The cap acts mostly early in a run, while gradients are large (median norm about 1.6 in
+# the first synthetic epoch, 0.8 in its second half), like a lower learning rate just there.
+MAX_GRAD_NORM = 2.0
 
 
 @dataclass

@@ -134,6 +134,8 @@ def _style_axes(loss_ax, error_ax, last_epoch: int, epochs: Sequence[int], withi
             ax.set_xticks(sorted({0, *epochs}) if within else list(epochs))  # whole epochs
         else:
             ax.xaxis.get_major_locator().set_params(integer=True)
+    # 0.1 and 1 % rather than 10^-1 and 10^0: plain numbers for readers new to log scales
+    loss_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     error_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} %"))
 
 

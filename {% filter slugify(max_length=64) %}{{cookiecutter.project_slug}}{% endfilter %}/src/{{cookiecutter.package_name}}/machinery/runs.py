@@ -31,13 +31,18 @@ MAX_COMPARED = 6  # more lines than this are hard to tell apart in one picture
 _SHORT = {
     "optimizer": ("{}", "{}"),
     "lr": ("lr{:g}", "lr {:g}"),
-    "epochs": ("{}epochs", "{} epochs"),
+    "epochs": ("{}epochs", "{} epochs"),  # "1 epochs" is made "1 epoch" in ``_say``
     "batch_size": ("batch{}", "batch {}"),
     "weight_decay": ("wd{:g}", "weight decay {:g}"),
     "momentum": ("momentum{:g}", "momentum {:g}"),
     "seed": ("seed{}", "seed {}"),
     "dataset": ("{}", "{}"),
 }
+
+
+def _say(pattern: str, value: Any) -> str:
+    text = pattern.format(value)
+    return text[:-1] if value == 1 and text.endswith("epochs") else text
 
 
 def _safe(text: str) -> str:
@@ -56,7 +61,7 @@ def run_name(cfg: Any, now: _dt.datetime | None = None) -> str:
     for name, (short, _) in _SHORT.items():
         value = getattr(cfg, name, None)
         if value is not None and value != getattr(defaults, name, None):
-            parts.append(_safe(short.format(value)))
+            parts.append(_safe(_say(short, value)))
     return "_".join(parts)
 
 
@@ -126,7 +131,7 @@ def label_runs(runs: Sequence[ComparedRun]) -> None:
 
     names = [n for n in _SHORT if len({repr(value(r, n)) for r in runs}) > 1]
     for run in runs:
-        parts = [_SHORT[n][1].format(value(run, n)) for n in names]
+        parts = [_say(_SHORT[n][1], value(run, n)) for n in names]
         run.label = ", ".join(parts) or run.folder.name
     labels = [r.label for r in runs]
     for run in runs:
