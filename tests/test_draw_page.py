@@ -4,8 +4,9 @@ chromium and chromium-driver, installed by tools/chromium.py; driven by selenium
 with mouse strokes. The page must read them, show the ten bars and the 28x28 image, switch to
 the unprepared answer and clear. A screenshot is kept in the test cache.
 
-In CI (CI=true) a missing Chromium is installed, and failing that the test fails; on a
-developer's machine it is skipped with the command that installs it.
+Like the Windows tier, the test installs what it needs whenever it runs (Chromium and its
+driver with apt-get, once per machine) and fails when it cannot: a skip would hide it.
+`python dev.py quick` leaves it out (marker `browser`).
 """
 
 from __future__ import annotations
@@ -48,43 +49,25 @@ def cache_root() -> Path:
     return Path(os.environ.get("TEMPLATE_TEST_CACHE", default))
 
 
-def chromium_or_skip(ensure=chromium.ensure, find=chromium.find) -> tuple[Path, Path]:
-    """(chromium, chromedriver). In CI (CI=true, as .ci/run sets) they are installed with
-    apt-get when missing, and a failure fails the test: a skip there would hide it. Elsewhere
-    nothing is installed behind the developer's back (`python dev.py quick` installs no apt
-    packages): without them the test is skipped and says how to install them."""
-    if os.environ.get("CI") == "true":
-        try:
-            return ensure()
-        except chromium.ChromiumSetupError as error:
-            pytest.fail(f"Chromium is needed for the browser test in CI: {error}")
-    found = find()
-    if found is None:
-        pytest.skip(
-            "no Chromium and chromedriver for the browser test: "
-            "python tools/chromium.py setup installs them"
-        )
-    return found
+def chromium_or_fail(ensure=chromium.ensure) -> tuple[Path, Path]:
+    """(chromium, chromedriver), installed with apt-get when missing; a failure fails the test."""
+    try:
+        return ensure()
+    except chromium.ChromiumSetupError as error:
+        pytest.fail(f"Chromium is needed for the browser test: {error}")
 
 
-def test_missing_chromium_fails_in_ci_and_skips_elsewhere(monkeypatch):
+def test_a_missing_chromium_fails_the_browser_test():
     def cannot_install():
         raise chromium.ChromiumSetupError("no apt-get here")
 
-    def must_not_install():
-        raise AssertionError("installed outside CI")
-
-    monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="needed for the browser test in CI"):
-        chromium_or_skip(cannot_install, find=lambda: None)
-    monkeypatch.delenv("CI")
-    with pytest.raises(pytest.skip.Exception, match="tools/chromium.py setup"):
-        chromium_or_skip(must_not_install, find=lambda: None)
+    with pytest.raises(pytest.fail.Exception, match="needed for the browser test"):
+        chromium_or_fail(cannot_install)
 
 
 @pytest.fixture(scope="module")
 def browser_programs():
-    return chromium_or_skip()
+    return chromium_or_fail()
 
 
 @pytest.fixture(scope="module")
@@ -220,6 +203,7 @@ def preview_ink(driver) -> tuple[int, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.browser
 def test_drawn_digits_are_read_as_they_are_drawn_in_chromium(page, driver):
     url, output, child = page
     assert "Device  : cpu" in output
