@@ -195,15 +195,17 @@ def test_an_output_dir_the_user_may_not_enter_is_one_sentence(
 ):
     """A folder without the execute permission: every look inside it is refused."""
     closed = tmp_path / "someone-elses"
-    real_stat = os.stat
 
-    def refuse(path, *args, **kwargs):
-        if str(path).startswith(str(closed) + os.sep):
-            raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_stat(path, *args, **kwargs)
+    def refused(call):
+        def call_or_refuse(path, *args, **kwargs):
+            if str(path).startswith(str(closed) + os.sep):
+                raise PermissionError(errno.EACCES, "Permission denied", str(path))
+            return call(path, *args, **kwargs)
 
-    monkeypatch.setattr(os, "stat", refuse)
-    monkeypatch.setattr(os, "mkdir", lambda path, *a, **k: refuse(path) or None)
+        return call_or_refuse
+
+    monkeypatch.setattr(os, "stat", refused(os.stat))
+    monkeypatch.setattr(os, "mkdir", refused(os.mkdir))
     args = ["--dataset", "synthetic", "--epochs", "1", "--device", "cpu"]
     assert train.main([*args, "--output-dir", str(closed / "runs")]) == 2
     err = capsys.readouterr().err

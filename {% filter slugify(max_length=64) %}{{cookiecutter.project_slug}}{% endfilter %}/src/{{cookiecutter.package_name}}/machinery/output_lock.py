@@ -195,7 +195,7 @@ def _alive_here(holder: dict) -> bool:
 def _acquire(folder: Path, lock: Path) -> int:
     """Open and lock ``lock``; the open descriptor, or OutputFolderInUse."""
     for _ in range(5):
-        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
         try:
             locked = _try_lock(fd)
             if locked is False:
