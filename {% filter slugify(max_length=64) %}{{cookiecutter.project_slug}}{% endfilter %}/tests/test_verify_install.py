@@ -627,6 +627,8 @@ SITUATIONS = [
      {"torch": "2.4.1", "torchvision": "0.19.1"}),
     ("linux-rx-6700-xt-rocm-smoke-fails", "rocm", LINUX_X86, [LINUX_RX_6700_XT], [ROCM_RX_6700],
      [], "auto", HipLeNet, "pins"),
+    ("linux-rx-6700-xt-directml-project", "directml", LINUX_X86, [LINUX_RX_6700_XT], [],
+     [("directml", LIBD3D12, True)], "auto", None, "pins"),
     ("linux-780m-rocm-kernels-fail", "rocm", LINUX_X86, [LINUX_780M], [],
      [("cuda", HIP_SMOKE, True)], "auto", None, "pins"),
     ("linux-780m-directml-project", "directml", LINUX_X86, [LINUX_780M], [],
