@@ -186,6 +186,20 @@ def test_the_default_recipe_learns_synthetic_digits_without_a_collapse(
     assert losses[-1] < 0.25
 
 
+def test_the_short_last_stretch_of_an_epoch_joins_the_one_before():
+    """85 batches, a point every 3: the last stretch is one batch, whose 0 mistakes drew a
+    plunge to the floor of the error axis at the epoch's end."""
+    points = [
+        {"epoch": 1, "x": b / 85, "loss_sum": 12.8 * b, "correct": 60 * b, "seen": 64 * b}
+        for b in range(3, 85, 3)
+    ]
+    end = {"epoch": 1, "x": 1.0, "loss_sum": 12.8 * 84 + 0.1, "correct": 60 * 84 + 64}
+    rows = reporting.within_epochs([*points, {**end, "seen": 64 * 85}])
+    assert len(rows) == 28 and rows[-1]["epoch"] == 1.0
+    assert rows[-1]["train_accuracy"] == pytest.approx((3 * 60 + 64) / (4 * 64))  # 4 batches
+    assert all(row["train_accuracy"] == pytest.approx(60 / 64) for row in rows[:-1])
+
+
 def test_the_curves_show_loss_and_error_on_log_scales():
     """After the first epoch loss and error shrink by factors (MNIST: 0.3 -> 0.03, 3 % ->
     0.8 %); on linear axes they sat flat on 0 and 100 %. An epoch without a single mistake

@@ -88,26 +88,36 @@ def dataset_label(name: str) -> str:
 
 def within_epochs(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Training loss and accuracy of each stretch of batches between two points of an epoch,
-    from the cumulative sums the run kept (the first stretch starts at the epoch's start)."""
-    rows, previous = [], None
+    from the cumulative sums the run kept (the first stretch starts at the epoch's start).
+    A stretch less than half as long as the one before (the epoch's last batch or two) joins
+    it: one batch without a mistake would otherwise look like a plunge at the epoch's end."""
+    rows: list[dict[str, Any]] = []
+    previous: dict[str, Any] = {}
+    last_start: dict[str, Any] = {}
+    last_seen = 0
     for point in points:
-        if previous is None or previous["epoch"] != point["epoch"]:
-            previous = {"loss_sum": 0.0, "correct": 0, "seen": 0}
-        seen = point["seen"] - previous["seen"]
-        if seen > 0:
-            rows.append(
-                {
-                    "epoch": round(point["x"], 4),
-                    "train_loss": (point["loss_sum"] - previous["loss_sum"]) / seen,
-                    "train_accuracy": (point["correct"] - previous["correct"]) / seen,
-                }
-            )
-        previous = point
+        if not previous or previous["epoch"] != point["epoch"]:
+            previous = {"epoch": point["epoch"], "loss_sum": 0.0, "correct": 0, "seen": 0}
+            last_seen = 0
+        start, seen = previous, point["seen"] - previous["seen"]
+        if seen <= 0:
+            continue
+        if last_seen and seen < last_seen / 2:
+            rows.pop()
+            start, seen = last_start, point["seen"] - last_start["seen"]
+        rows.append(
+            {
+                "epoch": round(point["x"], 4),
+                "train_loss": (point["loss_sum"] - start["loss_sum"]) / seen,
+                "train_accuracy": (point["correct"] - start["correct"]) / seen,
+            }
+        )
+        last_start, last_seen, previous = start, seen, point
     return rows
 
 
-# Errors below this (in %) are drawn on it: a log axis has no zero, and a stretch of batches
-# without a single mistake is common late in an MNIST run.
+# Errors below this (in %) are drawn on it, and its tick reads "none": a log axis has no
+# zero, and a stretch of batches without a single mistake is common late in a run.
 ERROR_FLOOR = 0.01
 
 
@@ -136,7 +146,10 @@ def _style_axes(loss_ax, error_ax, last_epoch: int, epochs: Sequence[int], withi
             ax.xaxis.get_major_locator().set_params(integer=True)
     # 0.1 and 1 % rather than 10^-1 and 10^0: plain numbers for readers new to log scales
     loss_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    error_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} %"))
+    # The floor is where a stretch without a single mistake is drawn: it says so.
+    error_ax.yaxis.set_major_formatter(
+        FuncFormatter(lambda v, _: "none" if v <= ERROR_FLOOR * 1.001 else f"{v:g} %")
+    )
 
 
 def curves_figure(

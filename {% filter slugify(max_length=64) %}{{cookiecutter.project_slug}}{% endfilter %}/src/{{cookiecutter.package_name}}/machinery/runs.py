@@ -151,7 +151,5 @@ def compare(runs_dir: Path, limit: int = MAX_COMPARED) -> Path | None:
     if len(datasets) == 1:
         title += f" on {reporting.dataset_label(datasets.pop())}"
     path = Path(runs_dir) / COMPARE_PNG
-    reporting.plot_comparison(
-        [(r.label, r.history, r.within) for r in found], path, f"{title} ({runs_dir})"
-    )
+    reporting.plot_comparison([(r.label, r.history, r.within) for r in found], path, title)
     return path
