@@ -132,6 +132,7 @@ def test_a_data_dir_that_is_a_file_gets_advice_that_can_work(
     assert f"--data-dir {a_file} is a file, not a folder" in err
     package = evaluate.__package__
     assert f"python -m {package}.data --data-dir data" in err
+    assert f"python -m {package}.evaluate --checkpoint {path} --data-dir data" in err
     assert f"--data-dir {a_file}  (" not in err and f".data --data-dir {a_file}" not in err
     assert downloads == []
 

@@ -125,7 +125,7 @@ def evaluate_checkpoint(
     config = state.get("config") if isinstance(state.get("config"), dict) else {}
     name = str(config.get("dataset", "mnist"))
     if name == "mnist" and dataset is None:
-        data_dir = _mnist_folder(data_dir, state.get("data_dir"))
+        data_dir = _mnist_folder(data_dir, state.get("data_dir"), Path(path))
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         if dataset is None:
@@ -168,17 +168,18 @@ def _has_test_files(folder: Path) -> bool:
     )
 
 
-def _mnist_folder(given: Path | None, recorded: object) -> Path:
+def _mnist_folder(given: Path | None, recorded: object, checkpoint: Path) -> Path:
     """The folder to read the MNIST test files from: ``--data-dir``, or the one the checkpoint
     records, only where it holds the test files already. EvaluationError otherwise."""
     package = __package__ or "<package>"
+    again = f"python -m {package}.evaluate --checkpoint {printable(checkpoint, 300)}"
+    again += " --data-dir data"
     if given is not None:
         if Path(given).exists() and not Path(given).is_dir():
             raise EvaluationError(
                 f"--data-dir {given} is a file, not a folder. Pass the folder that holds the "
                 "MNIST test files (t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz), or "
-                f"get them with: python -m {package}.data --data-dir data, then "
-                f"python -m {package}.evaluate --data-dir data"
+                f"get them with: python -m {package}.data --data-dir data, then {again}"
             )
         return Path(given)
     where = "from a folder it does not name"
@@ -191,7 +192,7 @@ def _mnist_folder(given: Path | None, recorded: object) -> Path:
         f"This checkpoint was trained on MNIST {where}, which does not hold the test files on "
         "this machine; evaluate does not create or download into a folder a checkpoint names. "
         f"Pass --data-dir: a folder with the files, or one to download them into (about 2 MB), "
-        f"e.g. python -m {package}.evaluate --data-dir data"
+        f"e.g. {again}"
     )
 
 
