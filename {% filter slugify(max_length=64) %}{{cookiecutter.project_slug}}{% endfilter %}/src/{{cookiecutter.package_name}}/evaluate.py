@@ -74,11 +74,9 @@ class Report:
 
 
 def find_checkpoint(output_dir: Path) -> Path:
-    """best.pt, else last.pt, in ``output_dir`` or else in its latest run (``runs/`` holds one
-    folder per run); EvaluationError when there is neither."""
-    folder = Path(output_dir)
-    if not any((folder / name).is_file() for name in (BEST, LAST)):
-        folder = runs.latest_run(folder) or folder
+    """best.pt, else last.pt, of the latest run in ``output_dir`` (``runs/`` holds one folder
+    per run; a run's own folder is its latest run); EvaluationError when there is neither."""
+    folder = runs.latest_run(Path(output_dir)) or Path(output_dir)
     for name in (BEST, LAST):
         if (folder / name).is_file():
             return folder / name
