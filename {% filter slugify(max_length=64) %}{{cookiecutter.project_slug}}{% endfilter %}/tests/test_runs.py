@@ -79,13 +79,16 @@ def test_evaluate_tests_the_latest_run_by_default(two_runs):
 
 def test_the_latest_run_is_the_one_trained_last_not_the_last_name(tmp_path):
     runs_dir = tmp_path / "runs"
-    for name, age in (("2026-03-14_10-00-00", 10), ("my-own-name", 100), ("2026-03-14_09", 0)):
-        (runs_dir / name).mkdir(parents=True)
+    # "." is runs/ itself: a run written there with --output-dir runs, before the others
+    named = (("2026-03-14_10-00-00", 10), ("my-own-name", 100), ("2026-03-14_09", 0), (".", 50))
+    for name, age in named:
+        (runs_dir / name).mkdir(parents=True, exist_ok=True)
         (runs_dir / name / "last.pt").write_bytes(b"x")
         stamp = time.time() - 1000 + age
         os.utime(runs_dir / name / "last.pt", (stamp, stamp))
     (runs_dir / "not-a-run").mkdir()
     assert runs.latest_run(runs_dir) == runs_dir / "my-own-name"
+    assert evaluate.find_checkpoint(runs_dir) == runs_dir / "my-own-name" / "last.pt"
     assert runs.latest_run(tmp_path / "nothing-here") is None
 
 
