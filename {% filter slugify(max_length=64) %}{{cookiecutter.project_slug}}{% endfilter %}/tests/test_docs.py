@@ -327,7 +327,9 @@ def test_the_offline_wheelhouse_holds_every_requirement():
     environment = read(
         "environment.yml" if (ROOT / "environment.yml").exists() else "requirements.txt"
     )
-    for pin in re.findall(r"([A-Za-z][\w.-]*==[\w.+]+)", environment):
+    # The wheelhouse is built on Windows for Windows: the macOS-only pins are not in it.
+    windows_lines = [line for line in environment.splitlines() if '== "darwin"' not in line]
+    for pin in re.findall(r"([A-Za-z][\w.-]*==[\w.+]+)", "\n".join(windows_lines)):
         assert pin in words, f"the wheelhouse does not pin {pin}"
 
 
