@@ -168,15 +168,19 @@ def test_a_one_epoch_run_draws_training_curves_within_the_epoch(tmp_path, cpu_di
     assert last["train_accuracy"] > first["train_accuracy"] + 0.3
 
 
+@pytest.mark.parametrize("seed", [1, 4])
 @pytest.mark.parametrize("epochs", [1, 5])
 def test_the_default_recipe_learns_synthetic_digits_without_a_collapse(
-    epochs, cpu_discovery, tmp_path
+    epochs, seed, cpu_discovery, tmp_path
 ):
     """The first epoch of a student's run on the synthetic digits: the running loss (25
     points) wobbles, but never climbs far above the lowest it has reached. Without the cap on
-    the gradients it jumped from 0.75 to 2.9 (1 epoch) and from 0.08 to 2.5 (5 epochs)."""
+    the gradients it jumped from 0.75 to 2.9 (1 epoch) and from 0.08 to 2.5 (5 epochs); with a
+    cap of 5 instead of 2, seed 4 still rose by 0.35."""
     dataset = data.load_synthetic()  # the real size: its steps per epoch shape the schedule
-    cfg = train.TrainConfig(epochs=epochs, dataset="synthetic", device="cpu", output_dir=tmp_path)
+    cfg = train.TrainConfig(
+        epochs=epochs, dataset="synthetic", device="cpu", output_dir=tmp_path, seed=seed
+    )
     run = train.setup(cfg, cpu_discovery.options[0], dataset, stopping.StopSignal())
     trained = train.train_epoch(run, 0)
     run.keep_points(0, trained.points)
