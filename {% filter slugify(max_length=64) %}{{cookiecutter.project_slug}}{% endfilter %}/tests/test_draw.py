@@ -319,7 +319,8 @@ def test_the_command_serves_the_page_and_says_which_device_answers(trained_run, 
         if sys.platform != "win32":  # a real Ctrl+C; Windows has no SIGINT for a child
             child.send_signal(signal.SIGINT)
             rest = child.stdout.read()
-            assert child.wait() == 0 and "Stopped." in rest and "Traceback" not in rest
+            code = child.wait()
+            assert (code, "Stopped." in rest, "Traceback" in rest) == (0, True, False), rest
     finally:
         timer.cancel()
         if child.poll() is None:

@@ -681,6 +681,10 @@ def situation(monkeypatch):
                  installed, env_manager, args=()):  # fmt: skip
         chosen = advice_project(accelerator, env_manager)
         packages = installed_pins(chosen) if installed == "pins" else installed
+        # The environment this test runs in must not leak in: its name and its torch.
+        monkeypatch.setattr(recommend, "environment_stack", lambda *args, **kwargs: None)
+        faked_stack = recommend.stack_of_torch(packages.get("torch"), "torch-directml" in packages)
+        monkeypatch.setattr(recommend, "installed_stack", lambda *args: faked_stack)
         found = devices.Discovery(
             list(options) + [CPU], [devices.Unavailable(*u) for u in unavailable]
         )
