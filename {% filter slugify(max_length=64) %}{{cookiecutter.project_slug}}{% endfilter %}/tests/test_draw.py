@@ -327,3 +327,21 @@ def test_the_command_serves_the_page_and_says_which_device_answers(trained_run, 
             child.kill()
             child.wait()
         child.stdout.close()
+
+
+def test_closing_the_server_ends_a_browsers_idle_connection():
+    """A browser keeps its connection open between strokes. Closing the server (Ctrl+C) must
+    end that connection's thread too: a thread still alive while Python exits can abort it."""
+    server = page_server.PageServer({"/": (b"<p>page</p>", "text/html")}, {})
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    before = set(threading.enumerate())
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("GET", "/")
+    assert connection.getresponse().read() == b"<p>page</p>"
+    (handler,) = set(threading.enumerate()) - before  # the connection's thread, still waiting
+    server.shutdown()
+    server.server_close()
+    handler.join(timeout=5)
+    assert not handler.is_alive()
+    connection.close()

@@ -11,9 +11,12 @@ Careful enough for a laptop in a shared room:
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
+import socket
 import sys
+import threading
 from typing import Callable, Mapping, Tuple
 
 HOST = "127.0.0.1"
@@ -40,7 +43,30 @@ class PageServer(http.server.ThreadingHTTPServer):
     def __init__(self, pages: Pages, endpoints: Mapping[str, Endpoint], port: int = 0) -> None:
         self.pages = dict(pages)
         self.endpoints = dict(endpoints)
+        self._open: dict[threading.Thread, socket.socket] = {}
+        self._open_lock = threading.Lock()
         super().__init__((HOST, port), _Handler)
+
+    def process_request_thread(self, request, client_address) -> None:
+        with self._open_lock:
+            self._open[threading.current_thread()] = request
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open.pop(threading.current_thread(), None)
+
+    def server_close(self) -> None:
+        """Close the listening socket, then end the open connections and wait for their
+        threads: a thread still alive while Python exits can abort the process."""
+        super().server_close()
+        with self._open_lock:
+            open_now = list(self._open.items())
+        for _thread, connection in open_now:
+            with contextlib.suppress(OSError):  # already closed by the browser
+                connection.shutdown(socket.SHUT_RDWR)  # wakes a thread waiting for a request
+        for thread, _connection in open_now:
+            thread.join(timeout=2.0)
 
     @property
     def port(self) -> int:
