@@ -39,6 +39,28 @@ def dead_pid(child_limit) -> int:
     return int(done.stdout)
 
 
+@pytest.fixture
+def live_pid(child_limit):
+    """The id of a process that is running (os.getppid() is 0 for a Windows Python started
+    from a program that is not a Windows process)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    yield child.pid
+    child.stdin.close()
+    child.wait(timeout=child_limit)
+
+
+HOLD_THE_LOCK = """
+import sys
+from pathlib import Path
+from {{ cookiecutter.package_name }}.machinery import output_lock
+with output_lock.claim(Path(sys.argv[1])):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
 def write_lock(folder: Path, content: str | bytes) -> Path:
     lock = folder / output_lock.LOCK_NAME
     if isinstance(content, str):
@@ -63,7 +85,7 @@ def test_a_run_that_fails_at_once_removes_nothing(capsys, cpu_only, tmp_path, de
 
 
 def test_training_removes_only_the_projects_own_stale_leftovers(
-    tmp_path, tiny_dataset, cpu_discovery, tiny_config, dead_pid
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, dead_pid, live_pid
 ):
     users = [
         ".notes.tmp",  # a user's own temporary files, whatever they look like
@@ -78,7 +100,7 @@ def test_training_removes_only_the_projects_own_stale_leftovers(
     for name in stale:
         (tmp_path / name).write_bytes(b"PK\x03\x04 half a file")
     # evaluate, running now in another process, is writing its metrics: not a leftover yet
-    saving_now = tmp_path / f".test_metrics.json.{os.getppid()}.tmp"
+    saving_now = tmp_path / f".test_metrics.json.{live_pid}.tmp"
     saving_now.write_text("{", encoding="utf-8")
 
     run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
@@ -169,12 +191,27 @@ def test_a_live_run_is_refused_and_its_lock_text_cannot_control_the_terminal(
     assert not (tmp_path / "last.pt").exists()
 
 
-def test_a_lock_held_by_a_live_process_blocks_even_if_its_text_is_empty(tmp_path):
-    in_use = pytest.raises(output_lock.OutputFolderInUse, match=r"process \? on \?")
-    with output_lock.claim(tmp_path):
+def test_a_lock_held_by_a_live_process_blocks_even_if_its_text_is_empty(tmp_path, child_limit):
+    src = Path(output_lock.__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
+    }
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert holder.stdout.readline().strip() == b"held"
         write_lock(tmp_path, "")  # the holder's text is lost; its lock is not
+        in_use = pytest.raises(output_lock.OutputFolderInUse, match=r"process \? on \?")
         with in_use, output_lock.claim(tmp_path):
             pass
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=child_limit)
     with output_lock.claim(tmp_path):  # released with its run: the folder is free again
         pass
 

@@ -117,7 +117,10 @@ def _try_lock(fd: int) -> bool | None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as error:
         busy = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES, getattr(errno, "EDEADLOCK", 0))
-        return False if error.errno in busy else None
+        # Windows: a C runtime may fail a held 1-byte lock without saying why (errno 0, as
+        # Wine's does); on an open local file that can only be another process's lock.
+        unsaid = sys.platform == "win32" and not error.errno
+        return False if error.errno in busy or unsaid else None
     return True
 
 
