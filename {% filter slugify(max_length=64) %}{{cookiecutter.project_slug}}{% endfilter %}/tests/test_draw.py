@@ -329,6 +329,11 @@ def test_the_command_serves_the_page_and_says_which_device_answers(trained_run, 
         child.stdout.close()
 
 
+@pytest.mark.skipif(
+    sys.platform == "win32",
+    reason="POSIX only: there a daemon thread alive at exit can abort Python; Windows ends it "
+    "quietly, and Wine's shutdown() does not wake a blocked recv()",
+)
 def test_closing_the_server_ends_a_browsers_idle_connection():
     """A browser keeps its connection open between strokes. Closing the server (Ctrl+C) must
     end that connection's thread too: a thread still alive while Python exits can abort it."""
