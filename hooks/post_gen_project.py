@@ -94,21 +94,33 @@ def write_answers(project_dir: Path, answers: dict) -> None:
         file.write(text)
 
 
-def environment_report(project_dir: Path, package: str) -> str:
-    """Run the generated package's own standard-library checks, as verify_install does."""
+def environment_report(project_dir: Path, package: str) -> tuple:
+    """Run the generated package's own standard-library checks, as verify_install does.
+
+    Returns the printed report and the environment they found best for this machine (a dict
+    with its stack and commands), or None when they could not tell.
+    """
     sys.dont_write_bytecode = True  # leave no __pycache__ behind in the new project
     sys.path.insert(0, str(project_dir / "src"))
     try:
         envcheck = importlib.import_module(f"{package}.doctor.envcheck")
-        findings = envcheck.run_checks(context="hook")
-        return envcheck.format_findings(findings)
+        details: dict = {}
+        findings = envcheck.run_checks(context="hook", details=details)
+        return envcheck.format_findings(findings), details.get("recommendation")
     except Exception as error:  # this machine is unknown to the checks: warn, never stop
         return (
             f"[warn] The environment checks could not run here ({error!r}); "
             "run verify_install once the environment exists."
-        )
+        ), None
     finally:
         sys.path.remove(str(project_dir / "src"))
+
+
+def another_environment(answers: dict, best) -> dict | None:
+    """The environment the checks found best, when it is not the default file's stack."""
+    if not isinstance(best, dict) or best.get("stack") in (None, answers["accelerator"]):
+        return None
+    return best
 
 
 def quoted(path: Path) -> str:
@@ -116,38 +128,94 @@ def quoted(path: Path) -> str:
     return f'"{text}"' if any(c in text for c in " &()'^;$`") else text
 
 
-def environment_steps(answers: dict, project_dir: Path) -> list:
-    """The README's "In a terminal" steps for this environment manager, as printed lines."""
+CONDA_NOT_FOUND = [
+    "If the terminal does not know `conda`: on Windows use the Miniforge Prompt (or",
+    "Anaconda Prompt) from the Start menu, or run `conda init powershell` there once",
+    "and open a new terminal; on Linux and macOS run `conda init` once (for Miniforge:",
+    "~/miniforge3/bin/conda init) and open a new terminal.",
+]
+
+
+def default_file(answers: dict) -> str:
+    return "environment.yml" if answers["env_manager"] == "conda" else "requirements.txt"
+
+
+def environment_steps(answers: dict, project_dir: Path, best=None) -> list:
+    """The README's "In a terminal" steps for this environment manager, as printed lines:
+    the default file's, or ``best``'s (another environment, for this machine only)."""
     slug = answers["project_slug"]
-    cd = f"cd {quoted(project_dir)}"
-    if answers["env_manager"] == "conda":
-        return [
-            f"  {cd}",
-            "  conda env create -f environment.yml",
-            f"  conda activate {slug}",
-            "If the terminal does not know `conda`: on Windows use the Miniforge Prompt (or",
-            "Anaconda Prompt) from the Start menu, or run `conda init powershell` there once",
-            "and open a new terminal; on Linux and macOS run `conda init` once (for Miniforge:",
-            "~/miniforge3/bin/conda init) and open a new terminal.",
-        ]
+    cd = f"  cd {quoted(project_dir)}"
+    conda = answers["env_manager"] == "conda"
+    if best is not None:
+        commands = best["commands"]["conda" if conda else "venv"]
+        return [cd, *(f"  {command}" for command in commands), *(CONDA_NOT_FOUND if conda else [])]
+    if conda:
+        return [cd, "  conda env create -f environment.yml", f"  conda activate {slug}",
+                *CONDA_NOT_FOUND]  # fmt: skip
     version = answers["python_version"]
     return [
         "On Windows:",
-        f"  {cd}",
+        cd,
         f"  py -{version} -m venv .venv",
         "  .venv\\Scripts\\activate",
         "  pip install -r requirements.txt",
         "On Linux and macOS:",
-        f"  {cd}",
+        cd,
         f"  python{version} -m venv .venv",
         "  source .venv/bin/activate",
         "  pip install -r requirements.txt",
     ]
 
 
-def next_steps(answers: dict, project_dir: Path) -> str:
+def environment_choice(answers: dict, best) -> list:
+    """Why the steps below use another file than the default one (nothing when they do not)."""
+    if best is None:
+        return []
+    stack, default = best["stack"], answers["accelerator"]
+    return [
+        f"They create the {stack} environment, the one the check above found best for this",
+        f"machine. {default_file(answers)} is the {default} environment, for the machines it was",
+        "chosen for (verify_install names the file that fits each machine).",
+    ]
+
+
+def editor_steps(answers: dict, best) -> list:
+    """How to get the interpreter and run the configurations in the chosen editors."""
+    steps = []
+    conda = answers["env_manager"] == "conda"
+    if best is None:
+        interpreter = f"accept the interpreter it offers from {default_file(answers)} (or add one)"
+        vscode_interpreter = "select the environment's interpreter"
+    else:
+        stack = best["stack"]
+        name = f"{answers['project_slug']}-{stack}" if conda else f".venv-{stack}"
+        kind = "Conda" if conda else "Virtualenv"
+        offered = f", not the {answers['accelerator']} one it offers from {default_file(answers)}"
+        interpreter = (
+            f"create the {stack} environment with the commands above in its Terminal"
+            f"{offered if conda else ''}, then select it: Settings > Python Interpreter > Add "
+            f"Interpreter > Add Local Interpreter > {kind} > {name}"
+        )
+        vscode_interpreter = f"create the {stack} environment as above and select {name}"
+    if answers["ide"] in ("pycharm", "both"):
+        steps.append(
+            f"In PyCharm: File > Open the folder, {interpreter}, then run 'Verify install' and "
+            "'Train' from the run configurations at the top right."
+        )
+    if answers["ide"] in ("vscode", "both"):
+        steps.append(
+            f"In VS Code: open the folder, {vscode_interpreter} as its interpreter, then run "
+            "'Verify install' from Run and Debug."
+        )
+    return steps
+
+
+def next_steps(answers: dict, project_dir: Path, best=None) -> str:
+    """What to do now; ``best`` is the environment the checks found best for this machine."""
+    best = another_environment(answers, best)
     package = answers["package_name"]
-    steps = ["Next steps in a terminal:"] + environment_steps(answers, project_dir)
+    steps = ["Next steps in a terminal:", *environment_choice(answers, best)]
+    steps += environment_steps(answers, project_dir, best)
     steps += [
         "Then, in the project folder:",
         f"  python -m {package}.verify_install",
@@ -161,19 +229,7 @@ def next_steps(answers: dict, project_dir: Path) -> str:
         "  pre-commit run --all-files",
         "  pre-commit install",
     ]
-    if answers["ide"] in ("pycharm", "both"):
-        env_file = "environment.yml" if answers["env_manager"] == "conda" else "requirements.txt"
-        steps += [
-            "In PyCharm: File > Open the folder, accept the interpreter it offers from "
-            f"{env_file} (or add one), then run 'Verify install' and 'Train' from the "
-            "run configurations at the top right.",
-        ]
-    if answers["ide"] in ("vscode", "both"):
-        steps += [
-            "In VS Code: open the folder, select the environment's interpreter, then run "
-            "'Verify install' from Run and Debug.",
-        ]
-    return "\n".join(steps)
+    return "\n".join(steps + editor_steps(answers, best))
 
 
 def main(answers: dict, project_dir: Path) -> int:
@@ -195,9 +251,10 @@ def main(answers: dict, project_dir: Path) -> int:
     for path in used_replay_files:
         print(f"Removed {path}: its answers are now in the project's {ANSWERS_FILE}.")
     print("\nThis machine:")
-    print(environment_report(project_dir, answers["package_name"]))
+    report, best = environment_report(project_dir, answers["package_name"])
+    print(report)
     print()
-    print(next_steps(answers, project_dir.resolve()))
+    print(next_steps(answers, project_dir.resolve(), best))
     return 0
 
 

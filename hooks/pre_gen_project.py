@@ -197,19 +197,41 @@ def check_author(answers: dict) -> list:
     return problems
 
 
-def template_choices(answers: dict) -> dict:
-    """Each choice question's allowed answers, from the template's own cookiecutter.json.
+def template_choices(answers: dict, questions: dict) -> dict:
+    """Each choice question's allowed answers, as the template's cookiecutter.json lists them.
 
-    cookiecutter checks choices typed on its command line, but takes a replay file's answers
-    as they are: a hand-edited one reaches this hook unchecked.
+    cookiecutter checks the choices it asks and those typed on its command line, but takes a
+    replay file's answers as they are: a hand-edited one reaches this hook unchecked.
+    ``questions`` is cookiecutter's own copy of cookiecutter.json's questions, which holds the
+    lists whenever cookiecutter asked (or could have asked) them. A replay holds only answers
+    there; the lists are then read from the template folder, where cookiecutter names it by
+    a path that reads from here (a zip, a git clone, an absolute path: a relative one is
+    relative to where cookiecutter was started, unknown to a hook, which runs in the new
+    project's folder). Failing both, the answers' own data still lists the accelerators (the
+    stack table) and says which answers are yes or no.
     """
-    context_file = Path(answers["_repo_dir"]) / "cookiecutter.json"
-    context = json.loads(context_file.read_text(encoding="utf-8"))
+    lists = {key: value for key, value in questions.items() if isinstance(value, (list, bool))}
+    if not any(isinstance(value, list) for value in lists.values()):
+        lists = questions_in_template_folder(answers.get("_repo_dir")) or {
+            "accelerator": list(answers.get("_stacks", {})),
+            **{key: value for key, value in answers.items() if isinstance(value, bool)},
+        }
     return {
         question: [True, False] if isinstance(default, bool) else default
-        for question, default in context.items()
-        if not question.startswith("_") and isinstance(default, (list, bool))
+        for question, default in lists.items()
+        if not question.startswith("_")
     }
+
+
+def questions_in_template_folder(repo_dir) -> dict:
+    """cookiecutter.json's questions from the template folder, when its path reads from here."""
+    if not repo_dir or not Path(repo_dir).is_absolute():
+        return {}
+    context_file = Path(repo_dir) / "cookiecutter.json"
+    if not context_file.is_file():
+        return {}
+    context = json.loads(context_file.read_text(encoding="utf-8"))
+    return {key: value for key, value in context.items() if isinstance(value, (list, bool))}
 
 
 def spoken(value) -> str:
@@ -217,9 +239,9 @@ def spoken(value) -> str:
     return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
-def check_choices(answers: dict) -> list:
+def check_choices(answers: dict, questions: dict) -> list:
     problems = []
-    for question, allowed in template_choices(answers).items():
+    for question, allowed in template_choices(answers, questions).items():
         value = answers.get(question)
         if any(type(value) is type(choice) and value == choice for choice in allowed):
             continue
@@ -270,9 +292,12 @@ def check_python_version(answers: dict) -> list:
     return []
 
 
-def validate(answers: dict) -> list:
-    """Every problem with the answers, as Problem objects (empty when all are fine)."""
-    choices = check_choices(answers)
+def validate(answers: dict, questions: dict | None = None) -> list:
+    """Every problem with the answers, as Problem objects (empty when all are fine).
+
+    ``questions``: cookiecutter's copy of cookiecutter.json's questions (see template_choices).
+    """
+    choices = check_choices(answers, questions or {})
     refused = {problem.question for problem in choices}
     # The Python range depends on the accelerator: it can be checked only against a known one.
     python = [] if "accelerator" in refused else check_python_version(answers)
@@ -420,24 +445,46 @@ def keep_existing_files(project_dir: Path) -> int:
     return 0
 
 
-def main(answers: dict, project_dir: Path) -> int:
+class Steps:
+    """What the hook is doing now, so that a failure of its own can say where it happened."""
+
+    current = "reading the answers cookiecutter passed to it"
+
+
+def main(answers: dict, project_dir: Path, questions: dict | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
-    problems = validate(answers)
+    Steps.current = "checking the answers against cookiecutter.json"
+    problems = validate(answers, questions)
     if not problems:
+        Steps.current = f"setting aside the files already in {project_dir}"
         return keep_existing_files(project_dir)
+    Steps.current = "saving the accepted answers for a rerun"
     replay_file = save_answers(answers, questions_to_ask_again(problems), project_dir)
     print(refusal_report(problems, answers, replay_file, use_colour(sys.stderr)), file=sys.stderr)
     return 1
 
 
+def template_bug_report(error: BaseException, template: str) -> str:
+    """The last resort: a failure of this hook itself is the template's bug, never the user's."""
+    where = f" ({template})" if template else ""
+    return (
+        f"ERROR: The template's pre-generation hook failed while {Steps.current}: "
+        f"{type(error).__name__}: {error}. This is a bug of the template{where}, not a problem "
+        "with your answers: please report this message to the template's maintainers (its "
+        "repository's issues). Nothing was generated."
+    )
+
+
 if __name__ == "__main__":
+    template = ""
     try:
-        sys.exit(main(json.loads(r"""{{ cookiecutter | tojson }}"""), Path.cwd()))
+        context = json.loads(r"""{{ cookiecutter | tojson }}""")
+        template = str(context.get("_template") or "")
+        # cookiecutter's copy of cookiecutter.json's questions (absent under cruft)
+        questions = json.loads(r"""{{ _cookiecutter | default({}) | tojson }}""")
+        sys.exit(main(context, Path.cwd(), questions))
     except Exception as error:  # a bug here must still read as one sentence, not a traceback
-        print(
-            f"ERROR: The answers could not be checked ({error!r}). Nothing was generated.",
-            file=sys.stderr,
-        )
+        print(template_bug_report(error, template), file=sys.stderr)
         sys.exit(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 import pytest
@@ -127,3 +128,64 @@ def test_hook_notes_that_the_environment_uses_another_python(bake):
 
     assert_generated_without_traceback(baked)
     assert "Python 3.8" in baked.output
+
+
+NVIDIA_DGPU = video_controller(
+    "NVIDIA GeForce RTX 4060 Laptop GPU", "10DE", "28A0", "32.0.15.6094", "2024-09-20"
+)
+MACOS_ARM = {"system": "Darwin", "release": "23.5.0", "machine": "arm64", "mac_ver": "14.5"}
+
+
+def steps_and_editors(output: str) -> str:
+    return output[output.index("Next steps in a terminal:") :]
+
+
+@pytest.mark.parametrize(
+    "platform_answers,adapters,answers,best",
+    [
+        (WINDOWS_11, [INTEL_IGPU, AMD_DGPU], {}, "directml"),
+        (WINDOWS_11, [NVIDIA_DGPU], {}, "cuda"),
+        (WINDOWS_11, [NVIDIA_DGPU], {"env_manager": "venv", "ide": "both"}, "cuda"),
+        (MACOS_ARM, [], {"ide": "vscode"}, "cpu"),
+        (WINDOWS_11, [INTEL_IGPU], {"accelerator": "cpu", "python_version": "3.13"}, "directml"),
+        (None, [], {"env_manager": "venv"}, None),  # this machine, as it is
+    ],
+    ids=["amd-windows", "nvidia-windows", "nvidia-windows-venv", "mac", "cpu-on-intel", "here"],
+)
+def test_the_next_steps_create_the_environment_the_check_recommends(
+    bake, fake_machine, platform_answers, adapters, answers, best
+):
+    if platform_answers is not None:
+        fake_machine(platform_answers, json.dumps(adapters))
+
+    baked = bake(**answers)
+
+    assert_generated_without_traceback(baked)
+    said = re.search(r"Best for this machine: ([a-z]+)", baked.output)
+    best = best or (said.group(1) if said else baked.answers["accelerator"])
+    steps = " ".join(steps_and_editors(baked.output).split())
+    default, slug = baked.answers["accelerator"], baked.answers["project_slug"]
+    conda = baked.answers["env_manager"] == "conda"
+    assert said is None or said.group(1) == best
+    if best == default:
+        assert (
+            "conda env create -f environment.yml" if conda else "pip install -r requirements.txt"
+        ) in steps
+        assert "environments/" not in steps
+    else:
+        create = (
+            f"conda env create -f environments/{best}.yml"
+            if conda
+            else f"pip install -r environments/{best}.txt"
+        )
+        assert create in steps
+        assert "conda env create -f environment.yml" not in steps
+        assert "pip install -r requirements.txt" not in steps
+        assert (
+            f"the {best} environment, the one the check above found best for this machine" in steps
+        )
+        assert f"is the {default} environment, for the machines it was chosen for" in steps
+        interpreter = f"{slug}-{best}" if conda else f".venv-{best}"
+        for editor in ("In PyCharm:", "In VS Code:"):
+            sentence = steps.partition(editor)[2].partition(" In ")[0]
+            assert (interpreter in sentence) == bool(sentence), editor

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 
 import pytest
@@ -129,8 +130,9 @@ def test_environment_report_never_raises_when_the_package_is_broken(post_gen, tm
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("raise RuntimeError('boom')\n")
 
-    report = post_gen.environment_report(tmp_path, "broken_pkg")
+    report, best = post_gen.environment_report(tmp_path, "broken_pkg")
 
+    assert best is None
     assert report.startswith("[warn] The environment checks could not run here")
     assert "boom" in report
 
@@ -184,3 +186,25 @@ def test_post_gen_main_survives_a_failing_step(post_gen, tmp_path, monkeypatch, 
 
     assert post_gen.main(answers(), tmp_path) == 0
     assert "No space left on device" in capsys.readouterr().err
+
+
+def test_a_failure_of_the_hook_itself_is_reported_as_the_templates_bug(tmp_path):
+    # A stack table without the chosen stack's Python range: the template's data is broken.
+    broken = answers(_template="gh:someone/dml-template")
+    broken["_stacks"] = {name: {} for name in broken["_stacks"]}
+    source = (TEMPLATE_DIR / "hooks" / "pre_gen_project.py").read_text(encoding="utf-8")
+    hook = tmp_path / "pre_gen_project.py"
+    hook.write_text(Environment().from_string(source).render(cookiecutter=broken), "utf-8")
+    project = tmp_path / "lenet-on-directml"
+    project.mkdir()
+
+    result = subprocess.run([sys.executable, str(hook)], cwd=project, capture_output=True,
+                            text=True, encoding="utf-8", timeout=60)  # fmt: skip
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "failed while checking the answers against cookiecutter.json: KeyError" in message
+    assert "This is a bug of the template (gh:someone/dml-template), not a problem with your " \
+           "answers" in message  # fmt: skip
+    assert "report this message to the template's maintainers" in message

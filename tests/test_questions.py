@@ -162,10 +162,15 @@ def test_the_refusal_is_coloured_only_on_a_terminal(tmp_path):
 
 
 def readme_terminal_lines(baked) -> set:
-    """Every line of the code blocks in the README's "In a terminal" section."""
-    section = baked.read("README.md").split("### In a terminal", 1)[1].split("\n## ", 1)[0]
+    """Every line of the code blocks in the README's "In a terminal" section, and the commands
+    of its table of environments (the steps for an environment that fits this machine better)."""
+    readme = baked.read("README.md")
+    section = readme.split("### In a terminal", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```\n(.*?)```", section, re.S)
-    return {line.strip() for block in blocks for line in block.splitlines() if line.strip()}
+    lines = {line.strip() for block in blocks for line in block.splitlines() if line.strip()}
+    table = readme.split("## Which environment", 1)[1].split("\n## ", 1)[0]
+    rows = [row for row in table.splitlines() if row.startswith("| ")]
+    return lines | {command for row in rows for command in re.findall(r"`([^`]+)`", row)}
 
 
 @pytest.mark.parametrize("env_manager", ["conda", "venv"])
