@@ -15,6 +15,11 @@ The bookkeeping sits behind one call each, in ``machinery/``: the device choice
 (``stopping``), each run's own folder in runs/ and the picture comparing them (``runs``),
 the progress bar and printed lines (``console``), metrics files and curves
 (``reporting``), the optimizers (``optim``) and the command line (``train_cli``).
+
+The same module trains with several processes when ``torchrun`` starts it (one per GPU, or
+several on the CPU): ``torchrun --standalone --nproc-per-node=2 -m <package>.train``. The few
+lines that differ say ``distributed``; without torchrun each of them does nothing, and a
+first reading can skip them (``machinery/distributed.py`` explains them).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import data
-from .machinery import console, devices, train_cli
+from .machinery import console, devices, distributed, train_cli
 from .machinery.optim import (
     DEFAULT_MOMENTUM,
     DEFAULT_WEIGHT_DECAY,
@@ -75,7 +80,7 @@ class TrainConfig:
     DEFAULT_LR: ClassVar[dict[str, float]] = {"sgd": 0.05, "adam": 0.002}  # schedule's peak
 
     epochs: int = 5
-    batch_size: int = 128
+    batch_size: int = 128  # under torchrun: of all processes together (each takes its share)
     lr: float | None = None  # None: DEFAULT_LR for the optimizer
     optimizer: str = "sgd"  # or "adam"
     momentum: float = DEFAULT_MOMENTUM
@@ -149,11 +154,13 @@ def evaluate_split(
     loss_sum = torch.zeros((), device=device)
     correct = torch.zeros((), dtype=torch.int64, device=device)
     seen = 0
+    split = distributed.my_share(split, whole=True)  # under torchrun: this process's part
     for images, labels in data.batches(split, batch_size, limit=limit):
         batch_loss, batch_correct = eval_step(model, images, labels)
         loss_sum += batch_loss
         correct += batch_correct
         seen += len(labels)
+    loss_sum, correct, seen = distributed.summed(loss_sum, correct, seen)  # all processes'
     if seen == 0:
         return float("nan"), float("nan")
     return float(loss_sum.item()) / seen, int(correct.item()) / seen
@@ -168,7 +175,8 @@ def train_epoch(run: TrainingRun, epoch: int) -> EpochTraining:
     cfg, model, optimizer = run.cfg, run.model, run.optimizer
     first, meter = run.start_epoch(epoch)  # batch 0, or the batch a stopped run reached
     order = data.shuffled(run.dataset.train, run.generator)  # one gather on the device
-    batches = data.batches(order, cfg.batch_size, first, run.steps_per_epoch - first)
+    order = distributed.my_share(order)  # under torchrun: this process's slice of the shuffle
+    batches = data.batches(order, run.batch_size, first, run.steps_per_epoch - first)
     step = first
     with console.epoch_bar(epoch, run.epochs, run.steps_per_epoch, first) as bar:
         for step, (images, labels) in enumerate(batches, start=first):
@@ -197,6 +205,7 @@ def setup(
     # 1. The model to the device first. In torch 2.4.1 `.to(privateuseone)` makes new Parameter
     #    objects, so an optimizer built before the move would update orphaned CPU tensors.
     model = to_device(LeNet5(), device)
+    model = distributed.shared(model)  # under torchrun: gradients averaged over the processes
     # 2. Then the optimizer, once: building it again every epoch (a popular DirectML "fix")
     #    throws away the momentum. On DirectML it avoids ops that fall back to the CPU.
     optimizer = build_optimizer(
@@ -216,26 +225,29 @@ def train(
     """Run training as ``cfg`` says. Raises TrainError (and its subclasses) with a message for
     the user. ``discovery`` and ``dataset`` replace device discovery and loading
     ``cfg.dataset`` (tests pass small ones); ``explicit`` names the options the user typed."""
-    cfg = run_folder(cfg)  # runs/<time>_<what differs>/, or the latest run for --resume
-    with output_folder(cfg):  # one run at a time per run folder
-        cfg, checkpoint = resumed_settings(cfg, explicit)  # --resume: the saved run's settings
-        option, found = choose_device(cfg.device, discovery)
-        if dataset is None:
-            dataset = load_data(cfg.dataset, cfg.data_dir)
+    option, found = choose_device(cfg.device, discovery)
+    with distributed.processes(option) as option:  # under torchrun: join the other processes
+        cfg = run_folder(cfg)  # runs/<time>_<what differs>/, or the latest run for --resume
+        with output_folder(cfg):  # one run at a time per run folder
+            cfg, checkpoint = resumed_settings(cfg, explicit)  # --resume: the saved settings
+            if dataset is None:
+                dataset = load_data(cfg.dataset, cfg.data_dir)
 
-        run = setup(cfg, option, dataset, stop or StopSignal())
-        if checkpoint is not None:
-            run.restore(checkpoint)  # weights, optimizer state, shuffling, history, position
-        console.print_header(run, found, resumed=checkpoint is not None)
+            run = setup(cfg, option, dataset, stop or distributed.stop_signal())
+            if checkpoint is not None:
+                run.restore(checkpoint)  # weights, optimizer state, shuffling, history, position
+            console.print_header(run, found, resumed=checkpoint is not None)
 
-        # Ctrl+C saves and stops; a GPU that cannot run an operator stops with one sentence.
-        with ctrl_c_stops_gracefully(run.stop, run.kept), gpu_failures_explained(option, run.kept):
-            for epoch in range(run.epochs_done, run.epochs):
-                trained = train_epoch(run, epoch)
-                validation = evaluate_split(run.model, run.dataset.val, limit=run.eval_limit)
-                run.end_epoch(epoch, trained, validation)  # checkpoints, metrics, curves
-            test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
-        return run.finish(test)  # prints the test accuracy and lists the output files
+            # Ctrl+C saves and stops; a GPU that cannot run an operator stops with one sentence.
+            with ctrl_c_stops_gracefully(run.stop, run.kept), gpu_failures_explained(
+                option, run.kept
+            ):
+                for epoch in range(run.epochs_done, run.epochs):
+                    trained = train_epoch(run, epoch)
+                    validation = evaluate_split(run.model, run.dataset.val, limit=run.eval_limit)
+                    run.end_epoch(epoch, trained, validation)  # checkpoints, metrics, curves
+                test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
+            return run.finish(test)  # prints the test accuracy and lists the output files
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,8 @@ def say(message: str) -> None:
 
 def epoch_bar(epoch: int, epochs: int, total: int, initial: int) -> tqdm:
     """The progress bar of one epoch: ``total`` batches, ``initial`` already done."""
+    from .distributed import is_main  # here: distributed imports stopping, which needs say
+
     return tqdm(
         total=total,
         initial=initial,
@@ -40,7 +42,8 @@ def epoch_bar(epoch: int, epochs: int, total: int, initial: int) -> tqdm:
         unit="batch",
         leave=False,
         dynamic_ncols=True,
-        disable=None if sys.stderr is not None else True,  # a bar only on a terminal
+        # a bar only on a terminal, and under torchrun only rank 0's
+        disable=None if sys.stderr is not None and is_main() else True,
         file=sys.stderr,
     )
 
@@ -83,6 +86,14 @@ def print_header(run: TrainingRun, found: Discovery, resumed: bool) -> None:
         if missing.installed or missing.kind == accelerator:
             say(f"  note    : {missing.kind} not used: {missing.reason}")
     say(f"  data    : {run.dataset.description}")
+    from .distributed import current
+
+    processes = current()
+    if processes.many:
+        say(
+            f"  torchrun: {processes.world_size} processes, {run.batch_size} images each per "
+            f"step (batch {cfg.batch_size} in all), gradients averaged by DDP"
+        )
     say(
         f"  settings: {cfg.optimizer}, peak lr {cfg.peak_lr:g} (one-cycle), "
         f"batch {cfg.batch_size}, {cfg.epochs} epoch{'s' if cfg.epochs != 1 else ''}, "

@@ -17,13 +17,13 @@ import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ContextManager, Sequence
+from typing import Any, ContextManager, Iterator, Sequence
 
 import torch
 
 from .. import data
 from ..datasets import folder, mnist
-from . import checkpoints, devices, output_lock, reporting, runs
+from . import checkpoints, devices, distributed, output_lock, reporting, runs
 from .cli import MAX_SEED
 from .console import print_epoch, say
 from .optim import OPTIMIZERS, one_cycle_lr
@@ -94,12 +94,13 @@ class EpochMeter:
         self.batch, self.every, self.kept = first, every, []
         self.loss_sum = torch.zeros((), device=device)
         self.correct = torch.zeros((), dtype=torch.int64, device=device)
-        self.seen, self.seconds_before = 0, 0.0
+        self.seen, self.seconds_before, self.seen_before = 0, 0.0, 0
         if position is not None:  # continue the sums of the part done before a resume
-            self.loss_sum += position.loss_sum
-            self.correct += position.correct
-            self.seen, self.seconds_before = position.seen, position.seconds
-        self.seen_before = self.seen
+            if distributed.is_main():  # under torchrun they are counted once, by rank 0
+                self.loss_sum += position.loss_sum
+                self.correct += position.correct
+                self.seen = position.seen
+            self.seconds_before, self.seen_before = position.seconds, position.seen
         self.started = time.perf_counter()
 
     def add(self, loss_sum: torch.Tensor, correct: torch.Tensor, samples: int) -> None:
@@ -114,33 +115,45 @@ class EpochMeter:
         """The kept sums as (batch, loss sum, correct, seen), read back in one go."""
         if not self.kept:
             return []
-        sums = torch.stack([torch.stack([k[1], k[2].to(k[1].dtype)]) for k in self.kept]).cpu()
+        sums = torch.stack([torch.stack([k[1], k[2].to(k[1].dtype)]) for k in self.kept])
+        seen = [k[3] for k in self.kept]
+        if distributed.current().many:  # every process's sums added up, in one collective
+            column = torch.tensor(seen, dtype=sums.dtype, device=sums.device)[:, None]
+            rows = distributed.summed_rows(torch.cat([sums, column], dim=1))
+            sums, seen = rows[:, :2], [int(round(s)) for s in rows[:, 2].tolist()]
         points = [
-            (batch, float(loss), int(correct), seen)
-            for (batch, _, _, seen), (loss, correct) in zip(self.kept, sums.tolist())
+            (batch, float(loss), int(round(correct)), images)
+            for (batch, *_), (loss, correct), images in zip(self.kept, sums.cpu().tolist(), seen)
         ]
         self.kept = []
         return points
 
+    def totals(self) -> tuple[float, int, int]:
+        """(loss sum, correct, seen) so far, of all processes under torchrun: one readback."""
+        loss_sum, correct, seen = distributed.summed(self.loss_sum, self.correct, self.seen)
+        return float(loss_sum.item()), int(correct.item()), seen
+
     def running(self) -> tuple[float, float]:
         """(mean loss, accuracy) so far: one readback."""
-        return float(self.loss_sum.item()) / self.seen, int(self.correct.item()) / self.seen
+        loss_sum, correct, seen = self.totals()
+        return loss_sum / seen, correct / seen
 
     def position(self, next_batch: int) -> Position:
+        loss_sum, correct, seen = self.totals()
         return Position(
             next_batch,
             self.generator_state,
-            float(self.loss_sum.item()),
-            int(self.correct.item()),
-            self.seen,
+            loss_sum,
+            correct,
+            seen,
             self.seconds_before + time.perf_counter() - self.started,
         )
 
     def finish(self, batches: int) -> EpochTraining:
-        loss = float(self.loss_sum.item()) / max(1, self.seen)  # readback: the timing barrier
-        accuracy = int(self.correct.item()) / max(1, self.seen)
+        loss_sum, correct, seen = self.totals()  # readback: the timing barrier
+        loss, accuracy = loss_sum / max(1, seen), correct / max(1, seen)
         seconds = time.perf_counter() - self.started
-        samples = self.seen - self.seen_before
+        samples = seen - self.seen_before
         return EpochTraining(
             loss,
             accuracy,
@@ -188,7 +201,9 @@ class TrainingRun:
         self.epochs_done = 0
         self.position: Position | None = None
         self.swept = False  # whether leftovers of dead runs were removed from the folder
-        steps = data.num_batches(len(dataset.train), cfg.batch_size)
+        # Under torchrun each process takes its share of every batch (see distributed.py).
+        self.batch_size = distributed.process_batch(cfg.batch_size)
+        steps = data.num_batches(distributed.usable(len(dataset.train)), cfg.batch_size)
         self.steps_per_epoch = min(steps, DRY_RUN_BATCHES) if cfg.dry_run else steps
         self.total_steps = cfg.epochs * self.steps_per_epoch
         self.epochs = 1 if cfg.dry_run else cfg.epochs
@@ -230,7 +245,9 @@ class TrainingRun:
         return next(self.model.parameters()).device
 
     def checked(self, values: tuple[float, float], epoch: int, batch: int) -> tuple[float, float]:
-        """The NaN guard: ``values`` (loss, accuracy) unchanged, or TrainingDiverged."""
+        """The NaN guard: ``values`` (loss, accuracy) unchanged, or TrainingDiverged. Under
+        torchrun the processes also agree here whether Ctrl+C was pressed."""
+        self.stop.agree()
         if not finite(values[0]):
             raise self.diverged(epoch, batch)
         return values
@@ -291,6 +308,7 @@ class TrainingRun:
             self.write_reports()
         # Printed only once saved: a console closed meanwhile must not cost the epoch.
         print_epoch(row, self.epochs, self.dataset.synthetic)
+        self.stop.agree()  # under torchrun: every process stops here, or none
         if self.stop.requested:
             raise Interrupted(
                 f"Stopped after epoch {epoch + 1}. "
@@ -349,7 +367,7 @@ class TrainingRun:
     def state(self, position: Position | None) -> dict[str, Any]:
         return {
             "model_class": "LeNet5",
-            "model": self.model.state_dict(),
+            "model": distributed.unwrapped(self.model).state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "config": {name: getattr(self.cfg, name) for name in RUN_SETTINGS},
             "data_dir": str(self.cfg.data_dir),  # where evaluate finds the test files
@@ -366,7 +384,8 @@ class TrainingRun:
         """Continue from a checkpoint: tensors come as CPU tensors and are copied into the model
         and optimizer that already live on the device."""
         try:
-            checkpoints.restore_module(self.model, checkpoint["model"], self.last_path)
+            model = distributed.unwrapped(self.model)
+            checkpoints.restore_module(model, checkpoint["model"], self.last_path)
         except checkpoints.CheckpointError as error:
             raise TrainError(
                 f"{error} It cannot be resumed: start a new run without --resume, or in "
@@ -388,6 +407,8 @@ class TrainingRun:
             ) from error
 
     def save(self, path: Path, position: Position | None = None) -> None:
+        if not distributed.is_main():  # under torchrun rank 0 alone writes the run's files
+            return
         if not self.swept:  # the run now writes here: leftovers of dead runs can go
             output_lock.remove_leftovers(self.out)
             self.swept = True
@@ -397,6 +418,8 @@ class TrainingRun:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
 
     def write_reports(self, extra: dict[str, Any] | None = None) -> list[Path]:
+        if not distributed.is_main():
+            return []
         try:
             within = reporting.within_epochs(self.points)
             config = {n: getattr(self.cfg, n) for n in RUN_SETTINGS}
@@ -417,6 +440,11 @@ class TrainingRun:
 
 
 def run_folder(cfg: Any) -> Any:
+    """The run's folder, chosen by the first process under torchrun (``_run_folder``)."""
+    return distributed.same_on_all(_run_folder, cfg)
+
+
+def _run_folder(cfg: Any) -> Any:
     """``cfg`` with ``output_dir`` set to this run's folder: the one ``--output-dir`` named;
     else, for ``--resume``, the latest run in ``runs_dir``; else a new folder there named
     after the time and the settings that differ from the defaults (see ``runs``)."""
@@ -434,6 +462,12 @@ def run_folder(cfg: Any) -> Any:
 
 
 def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
+    """``_resumed_settings`` in the first process; under torchrun the others get its result
+    (the checkpoint may exist on the first machine only)."""
+    return distributed.same_on_all(_resumed_settings, cfg, explicit)
+
+
+def _resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
     """(settings, checkpoint): for ``--resume``, the saved run's settings and its checkpoint;
     otherwise ``cfg`` unchanged and None. Options typed with --resume that differ from the
     saved ones are named in a note: a resumed run keeps its own."""
@@ -506,8 +540,19 @@ def _load(path: Path) -> dict[str, Any]:
 
 def output_folder(cfg: Any) -> ContextManager[None]:
     """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
-    which writes no file."""
-    return contextlib.nullcontext() if cfg.dry_run else output_lock.claim(cfg.output_dir)
+    which writes no file. Under torchrun rank 0 holds it, and a refusal stops every process."""
+    if cfg.dry_run:
+        return contextlib.nullcontext()
+    if not distributed.current().many:
+        return output_lock.claim(cfg.output_dir)
+    return _held_by_rank_0(cfg.output_dir)
+
+
+@contextlib.contextmanager
+def _held_by_rank_0(folder: Path) -> Iterator[None]:
+    with contextlib.ExitStack() as held:
+        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder)))
+        yield
 
 
 def choose_device(
@@ -522,6 +567,12 @@ def choose_device(
 
 
 def load_data(name: str, data_dir: Path) -> data.Dataset:
+    """The dataset on the CPU; under torchrun the first process on each machine loads (and
+    downloads) it first."""
+    return distributed.first_then_others(lambda: _load_data(name, data_dir))
+
+
+def _load_data(name: str, data_dir: Path) -> data.Dataset:
     try:
         return data.load_dataset(name, data_dir)
     except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:

@@ -68,11 +68,20 @@ class StopSignal:
         self._requested = False
 
     @property
+    def pressed(self) -> bool:
+        """Whether Ctrl+C reached this process."""
+        return self._requested
+
+    @property
     def requested(self) -> bool:
+        """Whether the run stops now (under torchrun: once every process knows it)."""
         return self._requested
 
     def request(self) -> None:
         self._requested = True
+
+    def agree(self) -> None:
+        """Nothing to agree on in one process (see ``distributed.AgreedStop``)."""
 
 
 @contextlib.contextmanager
@@ -81,7 +90,7 @@ def ctrl_c_stops_gracefully(stop: StopSignal, kept: Callable[[], str]) -> Iterat
     raise ``Interrupted`` whose message is "Interrupted. " + ``kept()`` (what was saved)."""
 
     def handler(signum: int, frame: Any) -> None:
-        if stop.requested:
+        if stop.pressed:
             raise KeyboardInterrupt
         stop.request()
         say(

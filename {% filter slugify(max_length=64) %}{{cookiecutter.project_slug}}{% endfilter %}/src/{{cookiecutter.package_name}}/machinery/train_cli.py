@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import data
+from . import distributed
 from .cli import (
     HelpFormatter,
     command,
@@ -62,7 +63,10 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
         "--batch-size",
         type=BATCH_SIZE,
         default=defaults.batch_size,
-        help="training batch size",
+        help="training batch size: images per optimizer step; under torchrun the batch of "
+        "all processes together, each taking an equal share (it must divide evenly), so that "
+        "the recipe, the schedule and the checkpoints mean the same with any number of "
+        "processes",
     )
     add(
         "--lr",
@@ -154,6 +158,7 @@ def _main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: t
         say("Interrupted before training started; nothing was saved.")
         return EXIT_INTERRUPTED
     except TrainError as error:
-        write_err(f"error: {error}")
+        if not distributed.keeps_quiet(error):  # under torchrun rank 0 says it, once
+            write_err(f"error: {error}")
         return error.exit_code
     return 0
