@@ -17,6 +17,12 @@ RUN_CONFIGURATIONS = {
     "Benchmark": ("benchmark", ""),
     "Draw a digit": ("draw", ""),
 }
+# Training with two processes on the CPU: torchrun, as PyCharm and VS Code run a module. The
+# package's name is filled in; USE_LIBUV=0 lets torchrun start with PyTorch's Windows wheels.
+TORCHRUN = {
+    "Train (2 processes, CPU)": "--standalone --nproc-per-node=2 -m {package}.train "
+    "--dataset synthetic --device cpu",
+}
 ABSOLUTE_PATH = re.compile(r"(^|[\s\"'=])(/[A-Za-z]|[A-Za-z]:[\\/])")
 
 
@@ -38,7 +44,7 @@ def pycharm_configurations(baked) -> dict:
 
 
 def test_pycharm_has_the_documented_configurations(baked):
-    assert set(pycharm_configurations(baked)) == {*RUN_CONFIGURATIONS, "Tests"}
+    assert set(pycharm_configurations(baked)) == {*RUN_CONFIGURATIONS, *TORCHRUN, "Tests"}
 
 
 @pytest.mark.parametrize("name", RUN_CONFIGURATIONS)
@@ -58,6 +64,23 @@ def test_pycharm_configuration_runs_an_existing_module_with_the_project_interpre
     assert envs["PYTHONPATH"] == "$PROJECT_DIR$/src"
     # No module name: PyCharm then uses the project's only module, whatever the folder is called.
     assert configuration.find("module") is None
+
+
+@pytest.mark.parametrize("name", TORCHRUN)
+def test_the_torchrun_configurations_run_the_train_module_in_two_processes(baked, name):
+    parameters = TORCHRUN[name].format(package=baked.package)
+    configuration = pycharm_configurations(baked)[name]
+    values = options(configuration)
+    assert values["MODULE_MODE"] == "true" and values["SCRIPT_NAME"] == "torch.distributed.run"
+    assert values["PARAMETERS"] == parameters
+    assert values["IS_MODULE_SDK"] == "true" and values["WORKING_DIRECTORY"] == "$PROJECT_DIR$"
+    envs = {e.get("name"): e.get("value") for e in configuration.iter("env")}
+    assert envs["PYTHONPATH"] == "$PROJECT_DIR$/src" and envs["USE_LIBUV"] == "0"
+    launch = {c["name"]: c for c in baked.json(".vscode/launch.json")["configurations"]}
+    assert launch[name]["module"] == "torch.distributed.run"
+    assert " ".join(launch[name]["args"]) == parameters
+    assert launch[name]["env"]["USE_LIBUV"] == "0"
+    assert (baked.path / "src" / baked.package / "train.py").is_file()
 
 
 def test_pycharm_tests_configuration_targets_the_tests_folder(baked):
@@ -80,8 +103,10 @@ def test_no_idea_folder_is_shipped(baked):
 def test_vscode_launch_configurations_mirror_pycharm(baked):
     launch = baked.json(".vscode/launch.json")["configurations"]
 
-    assert {c["name"] for c in launch} == set(RUN_CONFIGURATIONS)
+    assert {c["name"] for c in launch} == {*RUN_CONFIGURATIONS, *TORCHRUN}
     for configuration in launch:
+        if configuration["name"] in TORCHRUN:
+            continue  # test_the_torchrun_configurations_run_the_train_module_in_two_processes
         module, parameters = RUN_CONFIGURATIONS[configuration["name"]]
         assert configuration["type"] == "debugpy"
         assert configuration["module"] == f"{baked.package}.{module}"
@@ -106,7 +131,7 @@ def test_pycharm_configurations_name_no_module_so_any_folder_name_works(baked, r
     the configuration without a module, hence without an interpreter ("Please select a valid
     Python interpreter"). So the files name no module and take the module's interpreter."""
     files = sorted((renamed / ".run").glob("*.run.xml"))
-    assert len(files) == len(RUN_CONFIGURATIONS) + 1
+    assert len(files) == len(RUN_CONFIGURATIONS) + len(TORCHRUN) + 1
     for path in files:
         text = path.read_text(encoding="utf-8")
         configuration = ET.fromstring(text).find("configuration")
@@ -117,7 +142,7 @@ def test_pycharm_configurations_name_no_module_so_any_folder_name_works(baked, r
         assert values["IS_MODULE_SDK"] == "true" and values["SDK_HOME"] == "", path.name
         for value in re.findall(r"\$PROJECT_DIR\$([^\"&;]*)", text):
             assert (renamed / value.lstrip("/")).exists(), (path.name, value)
-        if values.get("MODULE_MODE") == "true":
+        if values.get("MODULE_MODE") == "true" and values["SCRIPT_NAME"] != "torch.distributed.run":
             module = values["SCRIPT_NAME"].replace(".", "/")
             assert (renamed / "src" / f"{module}.py").is_file(), path.name
 

@@ -29,7 +29,13 @@ from {{ cookiecutter.package_name }}.doctor.reports import (
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = package.__name__
 SOURCES = Path(package.__file__).resolve().parent
-DOCUMENTS = ["README.md", "README.zh-CN.md", "docs/directml.md", "docs/workshop.md"]
+DOCUMENTS = [
+    "README.md",
+    "README.zh-CN.md",
+    "docs/directml.md",
+    "docs/workshop.md",
+    "docs/distributed.md",
+]
 # Folders and files that the commands create: named in the docs, absent from a fresh project.
 OUTPUTS = ("data", "runs", "reports", "wheelhouse", ".venv", "build")
 PROJECT_FOLDERS = ("docs", "src", "tests", "tools", ".run", ".vscode", ".github")
@@ -42,7 +48,7 @@ PROJECT_FILES = {
     ".gitignore",
     "LICENSE",
 }
-OTHER_MODULES = {"pip", "venv", "pytest"}  # python -m ... that is not this package
+OTHER_MODULES = {"pip", "venv", "pytest", "torch.distributed.run"}  # python -m ...: not ours
 COMMANDS = {"python", "pip", "pytest", "conda", "py", "set", "source", ".venv\\Scripts\\activate"}
 ELLIPSIS = "..."
 

@@ -112,6 +112,17 @@ def process_batch(batch_size: int, processes: Processes | None = None) -> int:
     return batch_size // world
 
 
+def devices_line(kind: str, count: int | None = None) -> str:
+    """What verify_install says about the devices of the chosen ``kind``: how many there are
+    here, and the torchrun command that trains on all of them when there are several."""
+    count = device_count(kind) if count is None else count
+    command = devices_to_use(kind, count)
+    line = f"{count} {kind} device{'s' if count != 1 else ''} on this machine"
+    if command is None:
+        return line + "."
+    return f"{line}: `{command}` trains on all of them (README: More than one GPU or machine)."
+
+
 def devices_to_use(kind: str, count: int) -> str | None:
     """The torchrun command that trains on all ``count`` devices of ``kind`` on this machine
     (for verify_install), or None when there is only one or the kind cannot."""
