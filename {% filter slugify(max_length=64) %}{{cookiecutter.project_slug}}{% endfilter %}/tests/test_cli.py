@@ -48,7 +48,11 @@ def test_help_states_the_defaults(capsys):
     ):
         assert option in text
     assert "number of epochs (default: 5)" in text
-    assert "training batch size (default: 128)" in text
+    batch = (
+        "training batch size: images per optimizer step; under torchrun, of all processes "
+        "together (each takes an equal share, so it must divide evenly) (default: 128)"
+    )
+    assert batch in text
     assert "0.05 for sgd" in text and "(default: auto)" in text
     assert "(default: a new folder in runs/" in text and "(default: None)" not in text
 

@@ -63,10 +63,8 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
         "--batch-size",
         type=BATCH_SIZE,
         default=defaults.batch_size,
-        help="training batch size: images per optimizer step; under torchrun the batch of "
-        "all processes together, each taking an equal share (it must divide evenly), so that "
-        "the recipe, the schedule and the checkpoints mean the same with any number of "
-        "processes",
+        help="training batch size: images per optimizer step; under torchrun, of all "
+        "processes together (each takes an equal share, so it must divide evenly)",
     )
     add(
         "--lr",
