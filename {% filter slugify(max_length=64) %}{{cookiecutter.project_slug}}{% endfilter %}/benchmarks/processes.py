@@ -3,14 +3,15 @@
     python benchmarks/processes.py                        # 1 and 2 processes on the CPU
     python benchmarks/processes.py --processes 4 --device cuda --dataset mnist
 
-Both runs are the project's own command, as a user types it, with the same settings:
+The runs are the project's own commands, as a user types them, with the same settings:
 ``python -m {{ cookiecutter.package_name }}.train`` and ``torchrun --standalone
---nproc-per-node=N -m {{ cookiecutter.package_name }}.train``. Their epoch times (training
-and validation, from each run's metrics.json) are printed side by side, after the first
-epoch, which also warms up. Then the share of a step that the gradients' all-reduce takes:
-N processes time the same training steps with DDP's all-reduce and without it
-(``no_sync``). On a CPU every process competes for the same cores, so several processes gain
-little there (torchrun gives each one thread); on N GPUs each has its own device.
+--nproc-per-node=N -m {{ cookiecutter.package_name }}.train``. torchrun gives each of its
+processes one thread (``OMP_NUM_THREADS=1``), so the single process runs twice: with torch's
+own number of threads, and with one thread, like each of the N. Their epoch times (training
+and validation, from each run's metrics.json) are printed side by side; the first epoch also
+warms up. Then the share of a step that the gradients' all-reduce takes: N processes time
+the same training steps with DDP's all-reduce and without it (``no_sync``). On a CPU the
+processes share the cores; on N GPUs each has its own device.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 
 PACKAGE = "{{ cookiecutter.package_name }}"
+STEPS = 40  # timed training steps for the all-reduce's share
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
@@ -34,18 +36,19 @@ def environment() -> dict:
 
 
 def train_command(processes: int) -> list[str]:
-    if processes == 1:
+    if processes <= 1:
         return [sys.executable, "-m", f"{PACKAGE}.train"]
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     return launcher + [f"--nproc-per-node={processes}", "-m", f"{PACKAGE}.train"]
 
 
-def epoch_seconds(processes: int, settings: list[str], folder: Path) -> list[float]:
-    """Each epoch's seconds in a run with ``processes`` processes."""
+def epoch_seconds(processes: int, settings: list[str], folder: Path, **env: str) -> list[float]:
+    """Each epoch's seconds in a run with ``processes`` processes (0: one, with one thread)."""
     out = folder / f"{processes}-processes"
     command = train_command(processes) + settings + ["--output-dir", str(out)]
-    print("$ python " + " ".join(command[1:]), flush=True)
-    done = subprocess.run(command, env=environment(), capture_output=True, text=True)
+    shown = " ".join(f"{k}={v}" for k, v in env.items())
+    print(f"$ {shown + ' ' if shown else ''}python " + " ".join(command[1:]), flush=True)
+    done = subprocess.run(command, env={**environment(), **env}, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the run failed (exit {done.returncode}):\n{done.stdout}{done.stderr}")
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
@@ -66,7 +69,7 @@ def allreduce_share(args: argparse.Namespace) -> None:
         net = distributed.shared(model.to_device(model.LeNet5(), option.device))
         optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
         per_process = args.batch_size // distributed.current().world_size
-        images = data.synthetic_digits(per_process * 20, seed=5).to(option.device)
+        images = data.synthetic_digits(per_process * STEPS, seed=5).to(option.device)
         batches = list(data.batches(images, per_process))
 
         def steps(sync: bool) -> float:
@@ -85,13 +88,17 @@ def allreduce_share(args: argparse.Namespace) -> None:
             return time.perf_counter() - started
 
         steps(True)  # warm-up
-        timed = {sync: min(steps(sync) for _ in range(3)) for sync in (True, False)}
+        timed: dict = {True: [], False: []}
+        for _ in range(5):  # alternating, the best of each: the least disturbed by others
+            for sync in (True, False):
+                timed[sync].append(steps(sync))
         if distributed.is_main():
-            share = 1 - timed[False] / timed[True]
+            best = {sync: min(times) / STEPS for sync, times in timed.items()}
+            share = 1 - best[False] / best[True]
             print(
-                f"all-reduce: {100 * share:.0f} % of a step ({1000 * timed[True] / 20:.1f} ms "
-                f"with it, {1000 * timed[False] / 20:.1f} ms without, {per_process} images per "
-                f"process, {distributed.current().world_size} processes)"
+                f"all-reduce: {100 * share:.0f} % of a step ({1000 * best[True]:.1f} ms with it, "
+                f"{1000 * best[False]:.1f} ms without; {per_process} images per process, "
+                f"{distributed.current().world_size} processes)"
             )
 
 
@@ -109,15 +116,27 @@ def main(argv: list | None = None) -> int:
         return 0
     settings = ["--dataset", args.dataset, "--device", args.device]
     settings += ["--epochs", str(args.epochs), "--batch-size", str(args.batch_size)]
+    rows = {
+        "1 process": (1, {}),
+        "1 process, 1 thread": (0, {"OMP_NUM_THREADS": "1"}),
+        f"{args.processes} processes": (args.processes, {}),
+    }
     with tempfile.TemporaryDirectory() as folder:
-        times = {n: epoch_seconds(n, settings, Path(folder)) for n in (1, args.processes)}
+        times = {
+            row: epoch_seconds(n, settings, Path(folder), **env) for row, (n, env) in rows.items()
+        }
     print(f"\nseconds per epoch ({args.dataset}, {args.device}, batch {args.batch_size} in all)")
-    print("processes  " + "  ".join(f"epoch {e + 1:<3}" for e in range(args.epochs)))
-    for n, seconds in times.items():
-        print(f"{n:<9}  " + "  ".join(f"{s:9.2f}" for s in seconds))
+    print(f"{'':<22}" + "".join(f"{'epoch ' + str(e + 1):>10}" for e in range(args.epochs)))
+    for row, seconds in times.items():
+        print(f"{row:<22}" + "".join(f"{s:10.2f}" for s in seconds))
     if args.epochs > 1:
-        later = {n: sum(s[1:]) / len(s[1:]) for n, s in times.items()}
-        print(f"speed-up after the first epoch: {later[1] / later[args.processes]:.2f}x")
+        later = {row: sum(s[1:]) / len(s[1:]) for row, s in times.items()}
+        many = later[f"{args.processes} processes"]
+        print(
+            f"{args.processes} processes vs 1 after the first epoch: "
+            f"{later['1 process'] / many:.2f}x, vs 1 with one thread: "
+            f"{later['1 process, 1 thread'] / many:.2f}x faster"
+        )
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     command = launcher + [f"--nproc-per-node={args.processes}", __file__, "--all-reduce"]
     command += ["--device", args.device, "--batch-size", str(args.batch_size)]

@@ -305,3 +305,19 @@ def test_the_command_that_uses_every_gpu_is_given_only_for_several():
         "machine)."
     )
     assert distributed.devices_line("cuda", 1) == "1 cuda device on this machine."
+
+
+def test_one_ctrl_c_that_reaches_a_process_twice_is_one_press(monkeypatch):
+    """With older torch the processes share torchrun's process group: a terminal's Ctrl+C
+    reaches each twice, from the terminal and passed on by torchrun. That is one press (save,
+    then stop); a press seconds later stops at once, as in one process."""
+    stop = distributed.AgreedStop()
+    expected = pytest.raises(stopping.Interrupted, match="^Interrupted. kept$")
+    with expected, stopping.ctrl_c_stops_gracefully(stop, lambda: "kept"):
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)  # the same press, passed on by torchrun
+        assert stop.pressed and not stop.requested  # not before the processes agree
+        stop.agree()
+        assert stop.requested
+        monkeypatch.setattr(distributed.AgreedStop, "SAME_PRESS_S", -1.0)  # seconds later
+        signal.raise_signal(signal.SIGINT)

@@ -239,9 +239,8 @@ def train(
             console.print_header(run, found, resumed=checkpoint is not None)
 
             # Ctrl+C saves and stops; a GPU that cannot run an operator stops with one sentence.
-            with ctrl_c_stops_gracefully(run.stop, run.kept), gpu_failures_explained(
-                option, run.kept
-            ):
+            explained = gpu_failures_explained(option, run.kept)
+            with ctrl_c_stops_gracefully(run.stop, run.kept), explained:
                 for epoch in range(run.epochs_done, run.epochs):
                     trained = train_epoch(run, epoch)
                     validation = evaluate_split(run.model, run.dataset.val, limit=run.eval_limit)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -335,13 +336,26 @@ class AgreedStop(StopSignal):
     collective that every process calls at the same step (the loss readbacks, the end of an
     epoch): all of them stop at the same step, and rank 0 saves it."""
 
+    # A terminal's Ctrl+C reaches a process twice when it shares torchrun's process group
+    # (older torch): once from the terminal, once passed on by torchrun. Within this many
+    # seconds a second signal is the same Ctrl+C, not a second one.
+    SAME_PRESS_S = 2.0
+
     def __init__(self) -> None:
         super().__init__()
         self._agreed = False
+        self._first = 0.0
 
     @property
     def requested(self) -> bool:
         return self._agreed
+
+    def request(self) -> None:
+        super().request()
+        self._first = time.monotonic()
+
+    def again_means_now(self) -> bool:
+        return time.monotonic() - self._first > self.SAME_PRESS_S
 
     def agree(self) -> None:
         if self._agreed or not _current.many:

@@ -80,6 +80,11 @@ class StopSignal:
     def request(self) -> None:
         self._requested = True
 
+    def again_means_now(self) -> bool:
+        """Whether a Ctrl+C after the first one stops at once (see ``distributed.AgreedStop``,
+        where one Ctrl+C can arrive twice)."""
+        return True
+
     def agree(self) -> None:
         """Nothing to agree on in one process (see ``distributed.AgreedStop``)."""
 
@@ -91,7 +96,9 @@ def ctrl_c_stops_gracefully(stop: StopSignal, kept: Callable[[], str]) -> Iterat
 
     def handler(signum: int, frame: Any) -> None:
         if stop.pressed:
-            raise KeyboardInterrupt
+            if stop.again_means_now():
+                raise KeyboardInterrupt
+            return
         stop.request()
         say(
             "\nCtrl+C: finishing this batch, then saving a checkpoint and stopping "
