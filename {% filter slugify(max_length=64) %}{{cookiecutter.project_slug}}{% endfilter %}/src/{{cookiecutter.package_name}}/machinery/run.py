@@ -27,6 +27,7 @@ from . import checkpoints, devices, output_lock, reporting, runs
 from .cli import MAX_SEED
 from .console import print_epoch, say
 from .optim import OPTIMIZERS, one_cycle_lr
+from .untrusted import printable
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
 
 LAST = checkpoints.LAST
@@ -353,6 +354,7 @@ class TrainingRun:
             "optimizer": self.optimizer.state_dict(),
             "config": {name: getattr(self.cfg, name) for name in RUN_SETTINGS},
             "data_dir": str(self.cfg.data_dir),  # where evaluate finds the test files
+            "data_split": self.dataset.split,  # a folder's classes and parts; None otherwise
             "epochs_done": self.epochs_done,
             "position": None if position is None else position.to_dict(),
             "history": self.history,
@@ -386,6 +388,11 @@ class TrainingRun:
             raise TrainError(
                 f"{self.last_path} cannot be resumed: {devices.one_line(error)}"
             ) from error
+        change = split_change(checkpoint.get("data_split"), self.dataset)
+        if change is not None:
+            raise TrainError(
+                f"{self.last_path} cannot be resumed: {change} Start a new run without --resume."
+            )
 
     def save(self, path: Path, position: Position | None = None) -> None:
         if not self.swept:  # the run now writes here: leftovers of dead runs can go
@@ -453,6 +460,40 @@ def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, 
             "To change them, start a new run (without --resume)."
         )
     return replace(cfg, **{n: saved[n] for n in RUN_SETTINGS if n in saved}), checkpoint
+
+
+def split_change(saved: Any, dataset: data.Dataset) -> str | None:
+    """None when a folder's pictures are those a run was trained on (or the data is not a
+    folder); otherwise what changed, in one sentence."""
+    if dataset.split is None:
+        return None
+    if not isinstance(saved, dict):
+        return (
+            "it does not record which pictures it trained on (an older version saved it), so "
+            "its test pictures cannot be told from its training pictures."
+        )
+    now = dataset.split
+    if saved.get("classes") != now["classes"]:
+        then = saved.get("classes")
+        then_text = ", ".join(map(printable, then)) if isinstance(then, list) else "unknown"
+        return (
+            f"the classes changed since training (then: {then_text}; now: "
+            f"{', '.join(map(printable, now['classes']))}), and the model's outputs are the "
+            "classes it trained on."
+        )
+    changed = [
+        f"{part} {now[part]['images']} now, {_images(saved.get(part))} then"
+        for part in ("train", "val", "test")
+        if not isinstance(saved.get(part), dict) or saved[part].get("hash") != now[part]["hash"]
+    ]
+    if not changed:
+        return None
+    return f"the pictures changed since training ({'; '.join(changed)})."
+
+
+def _images(part: Any) -> str:
+    count = part.get("images") if isinstance(part, dict) else None
+    return str(count) if isinstance(count, int) else "?"
 
 
 def _whole(value: Any, low: int, high: int = MAX_SEED) -> bool:
