@@ -270,7 +270,7 @@ def synthetic_test_digits(size: int | None = None, seed: int = synthetic.SEED) -
 
 
 def split_part(digest: str) -> str:
-    """"train", "val" or "test" for a picture whose bytes hash to ``digest`` (hex): the first
+    """ "train", "val" or "test" for a picture whose bytes hash to ``digest`` (hex): the first
     FOLDER_HELD_OUT of the hash range is validation, the next as much is test. A picture keeps
     its part whatever else is in the folder, and copies of one picture share theirs."""
     position = int(digest[:16], 16) / 16**16
@@ -302,6 +302,40 @@ def split_record(classes: Sequence[str], pictures: Sequence[Any], parts: dict) -
         digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
         record[part] = {"images": len(indices), "hash": digest}
     return record
+
+
+def split_change(saved: Any, now: dict[str, Any] | None) -> str | None:
+    """None when a folder holds the pictures a run was trained on (or the data is no folder:
+    ``now`` None); otherwise what changed, in one sentence. ``saved``: the checkpoint's
+    ``split_record``."""
+    if now is None:
+        return None
+    if not isinstance(saved, dict):
+        return (
+            "it does not record which pictures it trained on (an older version saved it), so "
+            "its test pictures cannot be told from its training pictures."
+        )
+    if saved.get("classes") != now["classes"]:
+        then = saved.get("classes")
+        then_text = ", ".join(map(printable, then)) if isinstance(then, list) else "unknown"
+        return (
+            f"the classes changed since training (then: {then_text}; now: "
+            f"{', '.join(map(printable, now['classes']))}), and the model's outputs are the "
+            "classes it trained on."
+        )
+    changed = [
+        f"{part} {now[part]['images']} now, {_images(saved.get(part))} then"
+        for part in ("train", "val", "test")
+        if not isinstance(saved.get(part), dict) or saved[part].get("hash") != now[part]["hash"]
+    ]
+    if not changed:
+        return None
+    return f"the pictures changed since training ({'; '.join(changed)})."
+
+
+def _images(part: Any) -> str:
+    count = part.get("images") if isinstance(part, dict) else None
+    return str(count) if isinstance(count, int) and not isinstance(count, bool) else "?"
 
 
 def load_folder(root: Path) -> Dataset:

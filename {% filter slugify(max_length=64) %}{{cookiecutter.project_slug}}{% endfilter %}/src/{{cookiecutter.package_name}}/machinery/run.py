@@ -27,7 +27,6 @@ from . import checkpoints, devices, output_lock, reporting, runs
 from .cli import MAX_SEED
 from .console import print_epoch, say
 from .optim import OPTIMIZERS, one_cycle_lr
-from .untrusted import printable
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
 
 LAST = checkpoints.LAST
@@ -196,6 +195,7 @@ class TrainingRun:
         self.eval_limit = 1 if cfg.dry_run else None
         self.point_every = max(1, self.steps_per_epoch // POINTS_PER_EPOCH)
         self.compared: Path | None = None
+        self.said: set[str] = set()  # notes already printed (a picture that failed)
         self.title = f"LeNet-5 on {reporting.dataset_label(dataset.name)} - {option.describe()}"
 
     @property
@@ -388,7 +388,7 @@ class TrainingRun:
             raise TrainError(
                 f"{self.last_path} cannot be resumed: {devices.one_line(error)}"
             ) from error
-        change = split_change(checkpoint.get("data_split"), self.dataset)
+        change = data.split_change(checkpoint.get("data_split"), self.dataset.split)
         if change is not None:
             raise TrainError(
                 f"{self.last_path} cannot be resumed: {change} Start a new run without --resume."
@@ -410,13 +410,29 @@ class TrainingRun:
             config["peak_lr"] = self.cfg.peak_lr  # what a run with the default lr used
             extra = {**(extra or {}), "config": config, "within_epochs": within}
             files = reporting.write_metrics(self.history, self.out, self.dataset.name, extra)
-            curves = self.out / reporting.CURVES_PNG
-            files.append(reporting.plot_curves(self.history, curves, self.title, within))
-            if self.out.resolve().parent == Path(self.cfg.runs_dir).resolve():
-                self.compared = runs.compare(self.out.parent)  # None while it is the only run
         except OSError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
+        # Pictures come last and never stop a run: what failed is said once, the run goes on.
+        curves = self.out / reporting.CURVES_PNG
+        drawn = reporting.draw_safely(
+            lambda: reporting.plot_curves(self.history, curves, self.title, within), curves
+        )
+        files += self._drawn(drawn)
+        if self.out.resolve().parent == Path(self.cfg.runs_dir).resolve():
+            compare_png = self.out.parent / runs.COMPARE_PNG
+            drawn = reporting.draw_safely(lambda: runs.compare(self.out.parent, say), compare_png)
+            shown = self._drawn(drawn)
+            self.compared = shown[0] if shown else None
         return files
+
+    def _drawn(self, drawn: Path | str | None) -> list[Path]:
+        """[the picture], or [] after saying (once per picture) why it was not drawn."""
+        if isinstance(drawn, str):
+            if drawn not in self.said:
+                self.said.add(drawn)
+                say(f"note: {drawn}")
+            return []
+        return [] if drawn is None else [drawn]
 
 
 # --------------------------------------------------------------------------------------------
@@ -460,40 +476,6 @@ def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, 
             "To change them, start a new run (without --resume)."
         )
     return replace(cfg, **{n: saved[n] for n in RUN_SETTINGS if n in saved}), checkpoint
-
-
-def split_change(saved: Any, dataset: data.Dataset) -> str | None:
-    """None when a folder's pictures are those a run was trained on (or the data is not a
-    folder); otherwise what changed, in one sentence."""
-    if dataset.split is None:
-        return None
-    if not isinstance(saved, dict):
-        return (
-            "it does not record which pictures it trained on (an older version saved it), so "
-            "its test pictures cannot be told from its training pictures."
-        )
-    now = dataset.split
-    if saved.get("classes") != now["classes"]:
-        then = saved.get("classes")
-        then_text = ", ".join(map(printable, then)) if isinstance(then, list) else "unknown"
-        return (
-            f"the classes changed since training (then: {then_text}; now: "
-            f"{', '.join(map(printable, now['classes']))}), and the model's outputs are the "
-            "classes it trained on."
-        )
-    changed = [
-        f"{part} {now[part]['images']} now, {_images(saved.get(part))} then"
-        for part in ("train", "val", "test")
-        if not isinstance(saved.get(part), dict) or saved[part].get("hash") != now[part]["hash"]
-    ]
-    if not changed:
-        return None
-    return f"the pictures changed since training ({'; '.join(changed)})."
-
-
-def _images(part: Any) -> str:
-    count = part.get("images") if isinstance(part, dict) else None
-    return str(count) if isinstance(count, int) else "?"
 
 
 def _whole(value: Any, low: int, high: int = MAX_SEED) -> bool:
