@@ -311,3 +311,16 @@ def test_evaluate_of_a_run_whose_test_picture_was_damaged_since(tmp_path, capsys
     out = capsys.readouterr().out
     assert f"skipped {damaged.relative_to(root).as_posix()}: cannot be read" in out
     assert "changed since training" in out and "Traceback" not in out
+
+
+@pytest.mark.skipif(os.name == "nt", reason="Windows allows no control characters in names")
+def test_class_names_cannot_steer_the_terminal(tmp_path, capsys, cpu_only):
+    root = _pictures(tmp_path / "shapes", classes=("\x1b]0;owned\x07", "\x1b[2Jclear"), per_class=6)
+    runs = tmp_path / "r"
+    argv = ["--dataset", f"folder:{root}", "--epochs", "1", "--output-dir", str(runs)]
+    assert train.main(argv) == 0
+    assert "(2 classes: \\x1b[2Jclear, \\x1b]0;owned\\x07)" in capsys.readouterr().out
+    assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2Jclear" in out.split("most often taken for")[1]  # the table's rows
