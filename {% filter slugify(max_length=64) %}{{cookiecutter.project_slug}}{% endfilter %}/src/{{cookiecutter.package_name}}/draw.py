@@ -30,7 +30,11 @@ from .model import LeNet5, to_device
 
 PAGE = Path(__file__).with_name("draw.html")
 RUNS_DIR = Path("runs")
-MAX_SIDE = 2048  # pixels; the page sends 280x280, a bigger image is refused before decoding
+MAX_SIDE = 560  # pixels; the page sends 280x280, a bigger image is refused before decoding
+# Pictures decoded at once; other requests wait their turn. Each decode holds a few copies of
+# the picture: fifty at once (a page left open in many tabs, a script) took gigabytes.
+DECODES_AT_ONCE = 2
+_decoding = threading.BoundedSemaphore(DECODES_AT_ONCE)
 
 
 class DrawError(Exception):
@@ -82,9 +86,10 @@ def decode_png(body: bytes) -> torch.Tensor:
             raise RequestError(
                 413, f"The image is {width}x{height}; at most {MAX_SIDE}x{MAX_SIDE} is accepted."
             )
-        paper = Image.new("RGBA", (width, height), "white")
-        paper.alpha_composite(image.convert("RGBA"))
-        grey = paper.convert("L")
+        with _decoding:
+            paper = Image.new("RGBA", (width, height), "white")
+            paper.alpha_composite(image.convert("RGBA"))
+            grey = paper.convert("L")
     except RequestError:
         raise
     except Exception as error:  # Pillow reports damage as OSError, SyntaxError, ValueError...

@@ -527,10 +527,12 @@ def _load(path: Path) -> dict[str, Any]:
     return state
 
 
-def output_folder(cfg: Any) -> ContextManager[None]:
+def output_folder(cfg: Any, chosen: bool = True) -> ContextManager[None]:
     """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
-    which writes no file."""
-    return contextlib.nullcontext() if cfg.dry_run else output_lock.claim(cfg.output_dir)
+    which writes no file. ``chosen``: the user typed --output-dir."""
+    if cfg.dry_run:
+        return contextlib.nullcontext()
+    return output_lock.claim(cfg.output_dir, chosen)
 
 
 def choose_device(
