@@ -403,3 +403,25 @@ def test_many_large_drawings_at_once_are_refused_or_decoded_a_few_at_a_time(serv
         answers = list(pool.map(lambda _: predict(server, body)[0], range(20)))
     assert answers == [200] * 20
     assert most[0] <= draw.DECODES_AT_ONCE
+
+
+def test_a_model_of_your_own_classes_answers_with_their_names(reader, capsys):
+    state = {
+        "config": {"dataset": "folder:/photos/shapes"},
+        "data_split": {"classes": ["circle", "cross", "\x1b[2Jsquare"]},
+    }
+    note = draw.trained_on_note(state)
+    assert note == (
+        "this model learned your own pictures, not digits: it answers circle, cross, "
+        "\\x1b[2Jsquare. Draw one of those."
+    )
+    shapes = draw.Reader(reader.model, reader.device, draw.class_names(state))
+    canvas = torch.full((CANVAS, CANVAS), 255, dtype=torch.uint8)
+    canvas[100:180, 120:160] = 0  # a black box on white paper
+    answer = shapes.read(canvas)
+    assert answer["prepared"]["digit"] in range(10)
+    assert answer["classes"] == ["circle", "cross", "\x1b[2Jsquare"]  # JSON: the page escapes
+    digits = draw.Reader(reader.model, reader.device).read(canvas)
+    assert digits["classes"] == [str(d) for d in range(10)]
+    old = {"config": {"dataset": "folder:/photos/shapes"}}  # saved before classes were kept
+    assert "does not name their classes" in draw.trained_on_note(old)

@@ -3,6 +3,7 @@ read by a DataLoader whose settings suit the device and Windows."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import struct
@@ -288,7 +289,15 @@ def test_evaluate_says_when_the_folder_changed_since_training(tmp_path, capsys, 
     argv = ["--dataset", f"folder:{root}", "--epochs", "1", "--output-dir", str(runs)]
     assert train.main(argv) == 0
     assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 0
-    assert "changed since training" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "changed since training" not in out and "nan" not in out and "MNIST" not in out
+    assert "% on the test part of your images (shapes) (" in out
+    rows = out.split("most often taken for\n")[1].split("\n\n")[0].splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["circle", "cross"]  # no rows 0-9
+    saved = (runs / "test_metrics.json").read_text(encoding="utf-8")
+    metrics = json.loads(saved, parse_constant=lambda word: pytest.fail(f"{word} in JSON"))
+    assert metrics["classes"] == ["circle", "cross"]
+    assert set(metrics["per_class_accuracy"]) == {"circle", "cross"}
     _pictures(root, per_class=1, start=10)
     assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 0
     out = capsys.readouterr().out
