@@ -333,3 +333,29 @@ def test_class_names_cannot_steer_the_terminal(tmp_path, capsys, cpu_only):
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b[2Jclear" in out.split("most often taken for")[1]  # the table's rows
+
+
+def test_a_picture_damaged_during_training_is_one_sentence(tmp_path, capsys, cpu_only, monkeypatch):
+    root = _pictures(tmp_path / "shapes")
+    checked = data.load_dataset
+
+    def checked_then_damaged(*args, **kwargs):  # the file changes after the check
+        loaded = checked(*args, **kwargs)
+        (root / "circle" / "004.png").write_bytes(b"damaged after the check")
+        return loaded
+
+    monkeypatch.setattr(data, "load_dataset", checked_then_damaged)
+    argv = ["--dataset", f"folder:{root}", "--epochs", "1", "--output-dir", str(tmp_path / "r")]
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {root / 'circle' / '004.png'} could not be read any more (")
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_a_workers_error_is_said_without_its_traceback():
+    wrapped = folder.FolderUnavailable(
+        "Caught FolderUnavailable in DataLoader worker process 0.\nOriginal Traceback (most "
+        'recent call last):\n  File "x.py", line 1\n'
+        f"{folder.FolderUnavailable.__module__}.FolderUnavailable: /a/b.png could not be read"
+    )
+    assert folder.one_sentence(wrapped) == "/a/b.png could not be read"

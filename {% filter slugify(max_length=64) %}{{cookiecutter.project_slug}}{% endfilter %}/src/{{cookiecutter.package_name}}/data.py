@@ -82,7 +82,7 @@ class LoaderSplit:
 
     def __init__(
         self,
-        images: Any,  # the ImageFolder: (uint8 (1, 28, 28), class index) per item
+        images: Any,  # a folder.PictureFolder: (uint8 (1, 28, 28), class index) per item
         order: torch.Tensor,
         device: torch.device | None = None,
         loaders: dict[int, Any] | None = None,

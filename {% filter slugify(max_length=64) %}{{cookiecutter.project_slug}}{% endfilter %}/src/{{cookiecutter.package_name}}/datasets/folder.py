@@ -37,6 +37,14 @@ class FolderUnavailable(ValueError):
     """The folder cannot be used; the message says why and what to do."""
 
 
+def one_sentence(error: FolderUnavailable) -> str:
+    """The message alone: a DataLoader worker's error arrives with the worker's traceback
+    around it, and its last line holds the message."""
+    last = str(error).strip().splitlines()[-1] if str(error).strip() else ""
+    prefix = f"{FolderUnavailable.__module__}.{FolderUnavailable.__name__}: "
+    return last[len(prefix) :] if last.startswith(prefix) else last
+
+
 def folder_path(dataset: str) -> Path | None:
     """The path in ``folder:<path>``, or None for another dataset name."""
     if not dataset.startswith(PREFIX):

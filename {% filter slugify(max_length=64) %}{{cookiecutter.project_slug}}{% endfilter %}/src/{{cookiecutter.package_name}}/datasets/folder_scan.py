@@ -38,7 +38,8 @@ SYSTEM_FOLDERS = frozenset(
 )
 MAX_FILE_BYTES = 256 * 1024 * 1024  # a bigger file is no photo this model could use
 _HIDDEN_OR_SYSTEM = 0x2 | 0x4  # Windows' FILE_ATTRIBUTE_HIDDEN and FILE_ATTRIBUTE_SYSTEM
-_REPARSE_POINT = 0x400  # Windows' FILE_ATTRIBUTE_REPARSE_POINT: a link or a junction
+_REPARSE_POINT = 0x400  # Windows' FILE_ATTRIBUTE_REPARSE_POINT: a link, a junction, a cloud file
+_NAME_SURROGATE = 0x20000000  # a reparse tag with this bit names another file: links, junctions
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,11 @@ def is_left_out(name: str, info: os.stat_result) -> bool:
 
 
 def is_link(info: os.stat_result) -> bool:
-    """A symbolic link, or on Windows any reparse point (a junction too)."""
+    """A symbolic link, or on Windows a junction or another link to a name elsewhere. Not
+    OneDrive's placeholders: they are reparse points too, but of the files themselves."""
     attributes = getattr(info, "st_file_attributes", 0)
-    return stat.S_ISLNK(info.st_mode) or bool(attributes & _REPARSE_POINT)
+    surrogate = getattr(info, "st_reparse_tag", 0) & _NAME_SURROGATE
+    return stat.S_ISLNK(info.st_mode) or bool(attributes & _REPARSE_POINT and surrogate)
 
 
 def _entries(folder: Path) -> list[tuple[str, os.stat_result]]:

@@ -28,6 +28,7 @@ from .cli import MAX_SEED
 from .console import print_epoch, say
 from .optim import OPTIMIZERS, one_cycle_lr
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
+from .untrusted import printable
 
 LAST = checkpoints.LAST
 BEST = checkpoints.BEST
@@ -312,7 +313,8 @@ class TrainingRun:
         test_loss, test_accuracy = test
         cfg, test_split = self.cfg, self.dataset.test
         label = {"synthetic": "SYNTHETIC test digits (not MNIST)", "mnist": "MNIST test set"}.get(
-            self.dataset.name, f"test part of {reporting.dataset_label(self.dataset.name)}"
+            self.dataset.name,
+            f"test part of {printable(reporting.dataset_label(self.dataset.name))}",
         )
         say(
             f"test accuracy {100 * test_accuracy:.2f}% on the {label} "
