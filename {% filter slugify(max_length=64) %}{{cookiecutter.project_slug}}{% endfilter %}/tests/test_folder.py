@@ -305,6 +305,10 @@ def test_evaluate_says_when_the_folder_changed_since_training(tmp_path, capsys, 
     # a --resume would continue on other pictures than the run's: it says so and stops
     assert train.main(["--output-dir", str(runs), "--resume"]) == 2
     assert "the pictures changed since training" in capsys.readouterr().err
+    _pictures(root, classes=("arrow",), per_class=5)  # a new class: the outputs mean others
+    assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "the classes changed since training (then: circle, cross; now: arrow, circle, " in err
 
 
 def test_evaluate_of_a_run_whose_test_picture_was_damaged_since(tmp_path, capsys, cpu_only):

@@ -150,11 +150,14 @@ def evaluate_checkpoint(
         raise EvaluationError(str(error)) from error
     change = data.split_change(state.get("data_split"), dataset.split if dataset else None)
     if change is not None and change.startswith("the classes"):
-        raise EvaluationError(f"{path} cannot be evaluated on {printable(name)}: {change}")
+        raise EvaluationError(
+            f"{path} cannot be evaluated on {printable(name)}: {change} Put the class folders "
+            "back as they were, or train a new run on the folder as it is."
+        )
     if change is not None:
         notes.append(
-            f"{change} Each picture keeps its part, chosen by its content, so the test part "
-            "holds only pictures the model did not train on."
+            f"{change} Each picture keeps its part, chosen by its content: pictures added or "
+            "removed move no other picture between training and test."
             if change.startswith("the pictures")
             else f"{path}: {change}"
         )
