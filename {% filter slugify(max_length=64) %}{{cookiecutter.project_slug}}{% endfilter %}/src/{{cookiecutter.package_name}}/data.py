@@ -270,9 +270,9 @@ def synthetic_test_digits(size: int | None = None, seed: int = synthetic.SEED) -
 
 
 def split_part(digest: str) -> str:
-    """ "train", "val" or "test" for a picture whose bytes hash to ``digest`` (hex): the first
-    FOLDER_HELD_OUT of the hash range is validation, the next as much is test. A picture keeps
-    its part whatever else is in the folder, and copies of one picture share theirs."""
+    """The part of a picture whose bytes hash to ``digest`` (hex): "val" for the first
+    FOLDER_HELD_OUT of the hash range, "test" for the next as much, else "train". A picture
+    keeps its part whatever else is in the folder, and copies of one picture share theirs."""
     position = int(digest[:16], 16) / 16**16
     if position < FOLDER_HELD_OUT:
         return "val"
