@@ -39,6 +39,7 @@ ALWAYS = {
     "src/{pkg}/train.py",
     "src/{pkg}/datasets/__init__.py",
     "src/{pkg}/datasets/folder.py",
+    "src/{pkg}/datasets/folder_scan.py",
     "src/{pkg}/datasets/handwriting.py",
     "src/{pkg}/datasets/mnist.py",
     "src/{pkg}/datasets/synthetic.py",

@@ -14,14 +14,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from . import data
-from .datasets import mnist
+from .datasets import folder, mnist
 from .machinery import checkpoints, devices, reporting, runs
 from .machinery.checkpoints import BEST, LAST
 from .machinery.cli import (
@@ -54,21 +55,32 @@ class Report:
     per_class: list[float]  # accuracy of each true digit
     confusion: list[list[int]]  # rows: true digit, columns: predicted digit
     model: str = ""  # which epoch's model the checkpoint holds, in words
+    classes: list[str] | None = None  # a folder's class names; None: the digits 0-9
+    notes: list[str] = field(default_factory=list)  # skipped files, a changed folder
 
     @property
     def images(self) -> int:
         return sum(sum(row) for row in self.confusion)
 
+    @property
+    def names(self) -> list[str]:
+        """The classes' names: a folder's, or the digits."""
+        return list(self.classes) if self.classes else [str(d) for d in range(NUM_CLASSES)]
+
     def to_dict(self) -> dict:
+        def number(value: float) -> float | None:  # JSON has no NaN: a class without images
+            return None if math.isnan(value) else value
+
         return {
             "checkpoint": str(self.checkpoint),
             "dataset": self.dataset,
             "synthetic": self.dataset == "synthetic",
             "device": self.device,
             "images": self.images,
-            "accuracy": self.accuracy,
+            "accuracy": number(self.accuracy),
             "model": self.model,
-            "per_class_accuracy": {str(d): a for d, a in enumerate(self.per_class)},
+            "classes": self.names,
+            "per_class_accuracy": {name: number(a) for name, a in zip(self.names, self.per_class)},
             "confusion_matrix": self.confusion,
         }
 
@@ -126,24 +138,42 @@ def evaluate_checkpoint(
         data_dir = _mnist_folder(data_dir, state.get("data_dir"), Path(path))
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
+        if dataset is None and folder.folder_path(name) is not None:
+            dataset = data.load_folder(folder.folder_path(name))
         if dataset is None:
             test, description = data.load_test_split(name, data_dir)
+            classes, notes = None, []
         else:
             test, description = dataset.test, dataset.description
+            classes, notes = dataset.classes, list(dataset.notes)
     except (devices.DeviceNotAvailable, mnist.MNISTUnavailable, ValueError) as error:
         raise EvaluationError(str(error)) from error
+    change = data.split_change(state.get("data_split"), dataset.split if dataset else None)
+    if change is not None and change.startswith("the classes"):
+        raise EvaluationError(
+            f"{path} cannot be evaluated on {printable(name)}: {change} Put the class folders "
+            "back as they were, or train a new run on the folder as it is."
+        )
+    if change is not None:
+        notes.append(
+            f"{change} Each picture keeps its part, chosen by its content: pictures added or "
+            "removed move no other picture between training and test."
+            if change.startswith("the pictures")
+            else f"{path}: {change}"
+        )
     model = to_device(LeNet5(), option.device)
     try:
         checkpoints.restore_module(model, state["model"], path)
     except (checkpoints.CheckpointError, KeyError) as error:
         raise EvaluationError(f"{path} holds no usable model: {error}") from error
+    if len(test) == 0:
+        raise EvaluationError(f"{printable(name)} has no test images left to evaluate on.")
     test = test.to(option.device)
     predictions = predict(model, test, batch_size)
     matrix = confusion_matrix(predictions, test.labels)
     totals = [sum(row) for row in matrix]
-    per_class = [
-        matrix[d][d] / totals[d] if totals[d] else float("nan") for d in range(NUM_CLASSES)
-    ]
+    count = len(classes) if classes else NUM_CLASSES
+    per_class = [matrix[d][d] / totals[d] if totals[d] else float("nan") for d in range(count)]
     accuracy = sum(matrix[d][d] for d in range(NUM_CLASSES)) / max(1, sum(totals))
     return Report(
         Path(path),
@@ -154,6 +184,8 @@ def evaluate_checkpoint(
         per_class,
         matrix,
         _which_epoch(state, Path(path)),
+        classes,
+        notes,
     )
 
 
@@ -207,42 +239,61 @@ def _which_epoch(state: dict, path: Path) -> str:
 
 
 def format_report(report: Report) -> str:
+    names = report.names
+    shown = [printable(name, 40) for name in names]  # a folder's names are the user's text
+
+    def named(index: int) -> str:
+        return shown[index] if index < len(names) else f"output {index} (no class)"
+
     rows = []
-    for digit in range(NUM_CLASSES):
-        row = report.confusion[digit]
-        wrong = [(count, pred) for pred, count in enumerate(row) if pred != digit and count]
+    for index in range(len(names)):
+        row = report.confusion[index]
+        wrong = [(count, pred) for pred, count in enumerate(row) if pred != index and count]
         worst = max(wrong) if wrong else None
+        accuracy = report.per_class[index]
         rows.append(
             [
-                digit,
+                shown[index],
                 sum(row),
-                row[digit],
-                f"{100 * report.per_class[digit]:.2f}%",
-                f"{worst[1]} ({worst[0]}x)" if worst else "-",
+                row[index],
+                "-" if math.isnan(accuracy) else f"{100 * accuracy:.2f}%",
+                f"{named(worst[1])} ({worst[0]}x)" if worst else "-",
             ]
         )
+    header = "class" if report.classes else "digit"
     table = reporting.format_table(
-        ["digit", "images", "correct", "accuracy", "most often taken for"], rows
+        [header, "images", "correct", "accuracy", "most often taken for"], rows
     )
-    what = (
-        "SYNTHETIC test digits (not MNIST)" if report.dataset == "synthetic" else "MNIST test set"
-    )
+    what = {
+        "synthetic": "SYNTHETIC test digits (not MNIST)",
+        "mnist": "MNIST test set",
+    }.get(report.dataset, f"test part of {printable(reporting.dataset_label(report.dataset))}")
+    notes = "".join(f"note: {note}\n" for note in report.notes)
     return (
         f"Checkpoint: {report.checkpoint}"
         + (f" ({report.model})" if report.model else "")
         + f"\nDevice    : {report.device}\n"
-        f"Data      : {report.description}\n\n{table}\n\n"
+        f"Data      : {report.description}\n{notes}\n{table}\n\n"
         f"Test accuracy: {100 * report.accuracy:.2f}% on the {what} ({report.images} images)"
     )
 
 
 def write_outputs(report: Report, directory: Path) -> list[Path]:
+    """test_metrics.json, then the confusion matrix's picture; a picture that cannot be drawn
+    is a note in ``report.notes``, never a failed evaluation."""
+    metrics = directory / TEST_METRICS_JSON
+    text = json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
+    checkpoints.write_text_atomic(metrics, text)
     name = reporting.dataset_label(report.dataset)
     title = f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n{name}, test set"
-    png = reporting.plot_confusion(report.confusion, directory / reporting.CONFUSION_PNG, title)
-    metrics = directory / TEST_METRICS_JSON
-    checkpoints.write_text_atomic(metrics, json.dumps(report.to_dict(), indent=2) + "\n")
-    return [png, metrics]
+    path = directory / reporting.CONFUSION_PNG
+    drawn = reporting.draw_safely(
+        lambda: reporting.plot_confusion(report.confusion, path, title, report.classes), path
+    )
+    if isinstance(drawn, str):
+        report.notes.append(drawn)
+        return [metrics]
+    return [drawn, metrics]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -216,8 +216,9 @@ def train(
     """Run training as ``cfg`` says. Raises TrainError (and its subclasses) with a message for
     the user. ``discovery`` and ``dataset`` replace device discovery and loading
     ``cfg.dataset`` (tests pass small ones); ``explicit`` names the options the user typed."""
+    chosen = cfg.output_dir is not None  # a refusal names --output-dir only if it was typed
     cfg = run_folder(cfg)  # runs/<time>_<what differs>/, or the latest run for --resume
-    with output_folder(cfg):  # one run at a time per run folder
+    with output_folder(cfg, chosen):  # one run at a time per run folder
         cfg, checkpoint = resumed_settings(cfg, explicit)  # --resume: the saved run's settings
         option, found = choose_device(cfg.device, discovery)
         if dataset is None:

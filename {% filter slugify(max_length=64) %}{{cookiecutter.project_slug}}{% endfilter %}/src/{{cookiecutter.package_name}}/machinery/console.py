@@ -83,6 +83,8 @@ def print_header(run: TrainingRun, found: Discovery, resumed: bool) -> None:
         if missing.installed or missing.kind == accelerator:
             say(f"  note    : {missing.kind} not used: {missing.reason}")
     say(f"  data    : {run.dataset.description}")
+    for note in run.dataset.notes:  # a folder's left-out folders and skipped files
+        say(f"  note    : {note}")
     say(
         f"  settings: {cfg.optimizer}, peak lr {cfg.peak_lr:g} (one-cycle), "
         f"batch {cfg.batch_size}, {cfg.epochs} epoch{'s' if cfg.epochs != 1 else ''}, "

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import data
+from ..datasets import folder
+from ..datasets.folder import FolderUnavailable
 from .cli import (
     HelpFormatter,
     command,
@@ -156,4 +158,7 @@ def _main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: t
     except TrainError as error:
         write_err(f"error: {error}")
         return error.exit_code
+    except FolderUnavailable as error:  # a picture changed after the check, mid-epoch
+        write_err(f"error: {folder.one_sentence(error)}")
+        return 2
     return 0
