@@ -59,6 +59,12 @@ def load_predict() -> Any:
 
 def open_model(path: Path, provider: str | None = None) -> Any:
     """``predict.Model`` for ``path`` on the best execution provider (or ``provider``)."""
+    if not Path(path).is_file():
+        package = __package__.rpartition(".")[0]
+        raise OnnxError(
+            f"There is no ONNX model at {path}. Export one from a checkpoint first: "
+            f"python -m {package}.export (it writes model.onnx beside best.pt)."
+        )
     predict = load_predict()
     try:
         return predict.Model(path, provider)
