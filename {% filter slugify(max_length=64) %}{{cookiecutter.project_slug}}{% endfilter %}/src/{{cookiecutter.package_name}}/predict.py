@@ -107,7 +107,9 @@ class Model:
         is fixed (one image at a time), as DirectML prefers."""
         rows = [np.asarray(image, np.float32).reshape(self.shape) for image in inputs]
         with self._lock:
-            return np.concatenate([self._run(row) for row in rows]) if rows else np.zeros((0, 0))
+            if not rows:
+                return np.zeros((0, len(self.classes)), np.float32)
+            return np.concatenate([self._run(row) for row in rows])
 
     def normalise(self, pixels: np.ndarray) -> np.ndarray:
         """uint8 (28, 28) or (N, 28, 28), white on black -> the model's input (N, 1, 28, 28)."""
