@@ -98,6 +98,7 @@ def test_predict_reads_digits_with_onnx_runtime_and_numpy_alone(exported, tiny_d
     assert imported <= {"__future__", "json", "threading", "pathlib", "numpy", "onnxruntime"}
 
 
+@pytest.mark.filterwarnings("ignore:Specified provider:UserWarning")  # ONNX Runtime's own note
 def test_a_provider_that_does_not_start_falls_back_to_the_cpu_and_says_so(exported):
     model = predict.Model(exported, provider="NoSuchExecutionProvider")
 
@@ -141,6 +142,7 @@ def test_the_draw_page_reads_a_drawing_with_onnx_runtime_as_with_torch(
 # ---------------------------------------------------------------------------- bad input
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch 2.9+: the TorchScript exporter
 def test_a_damaged_or_foreign_onnx_file_is_one_clear_sentence(tmp_path, capsys):
     damaged = tmp_path / "damaged.onnx"
     damaged.write_bytes(b"not a model")
