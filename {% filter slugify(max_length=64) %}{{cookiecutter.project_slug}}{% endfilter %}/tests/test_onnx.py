@@ -18,6 +18,9 @@ from {{ cookiecutter.package_name }} import (
     export,
     predict,
 )
+from {{ cookiecutter.package_name }}.doctor import (
+    onnx_runtime_check,
+)
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     onnx_runtime,
@@ -188,3 +191,35 @@ def test_logits_of_no_images_are_an_empty_answer(exported):
     model = predict.Model(exported, provider=predict.CPU)
 
     assert model.predict(np.zeros((0, 28, 28), np.uint8)) == []
+
+
+# ---------------------------------------------------------------------------- the doctor
+
+
+def test_the_doctor_runs_one_inference_on_the_best_provider():
+    (finding,) = onnx_runtime_check.findings()
+
+    assert finding.code == "ORT-OK" and finding.status == "ok"
+    assert "CPUExecutionProvider" in finding.found and "one inference on" in finding.found
+
+
+@pytest.mark.filterwarnings("ignore:Specified provider:UserWarning")
+def test_the_doctor_says_when_the_best_provider_does_not_run(monkeypatch):
+    """A provider that the package lists but that cannot start (DirectML on a broken driver)."""
+    monkeypatch.setattr(predict, "best_provider", lambda providers: "DmlExecutionProvider")
+
+    (finding,) = onnx_runtime_check.findings()
+
+    assert finding.code == "ORT-PROVIDER-FAILED" and finding.status == "warn"
+    assert "DmlExecutionProvider" in finding.found and "run on the CPU instead" in finding.found
+
+
+def test_the_doctor_warns_of_two_onnx_runtime_packages_and_is_silent_without_one(monkeypatch):
+    two = ["onnxruntime 1.32.0", "onnxruntime-directml 1.24.4"]
+    monkeypatch.setattr(onnx_runtime_check, "installed_packages", lambda: two)
+    (finding,) = onnx_runtime_check.findings()
+    assert finding.code == "ORT-TWO-PACKAGES"
+    assert "pip uninstall onnxruntime onnxruntime-directml" in finding.fix
+
+    monkeypatch.setattr(onnx_runtime_check, "installed_packages", lambda: [])
+    assert onnx_runtime_check.findings() == []

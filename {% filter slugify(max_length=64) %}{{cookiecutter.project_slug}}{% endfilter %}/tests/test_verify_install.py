@@ -377,6 +377,8 @@ def test_the_real_thing_on_this_machine(child_limit):
     expected = 3 if chosen == "cpu" and accelerator != "cpu" else 0
     assert done.returncode == report["verdict"]["exit_code"] == expected, report["verdict"]
     assert report["smoke_test"]["passed"] and report["timing"]["device_ms"] > 0
+    (runtime,) = [f for f in report["findings"] if f["check"] == "ONNX Runtime"]
+    assert runtime["code"] == "ORT-OK" and "one inference on" in runtime["found"], runtime
     if expected == 3:  # then the report says why the accelerator is not usable
         assert any(u["kind"] == accelerator and u["reason"] for u in report["unavailable"])
 
