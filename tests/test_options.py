@@ -54,6 +54,7 @@ ALWAYS = {
     "src/{pkg}/doctor/gpu_linux.py",
     "src/{pkg}/doctor/gpu_windows.py",
     "src/{pkg}/doctor/gpus.py",
+    "src/{pkg}/doctor/onnx_runtime_check.py",
     "src/{pkg}/doctor/os_info.py",
     "src/{pkg}/doctor/recommend.py",
     "src/{pkg}/doctor/report_files.py",

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 import torch
 
@@ -16,7 +17,6 @@ from {{ cookiecutter.package_name }} import (
     draw,
     evaluate,
     export,
-    predict,
 )
 from {{ cookiecutter.package_name }}.doctor import (
     onnx_runtime_check,
@@ -25,8 +25,20 @@ from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     onnx_runtime,
 )
-
 from test_draw import drawn_large
+
+# The environment files install both; an environment made otherwise skips these tests (and
+# verify_install says whether ONNX Runtime is there).
+pytestmark = pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("onnx", "onnxruntime")),
+    reason="onnx or onnxruntime is not installed (the environment files name both)",
+)
+
+
+@pytest.fixture(scope="module")
+def predict():
+    """The learner's predict.py (it imports onnxruntime)."""
+    return onnx_runtime.load_predict()
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +50,9 @@ def exported(trained_run, tmp_path_factory):
     return folder / export.ONNX_NAME
 
 
-def test_the_model_file_has_a_fixed_input_the_opset_and_what_a_program_needs(exported):
+def test_the_model_file_has_a_fixed_input_the_opset_and_what_a_program_needs(exported, predict):
+    import onnx
+
     model = onnx.load(str(exported))
     onnx.checker.check_model(model, full_check=True)
     meta = {prop.key: prop.value for prop in model.metadata_props}
@@ -79,7 +93,7 @@ def test_the_command_exports_beside_the_checkpoint_and_reports_the_agreement(
     assert "accuracy with PyTorch" in out and "accuracy with ONNX Runtime" in out
 
 
-def test_predict_reads_digits_with_onnx_runtime_and_numpy_alone(exported, tiny_dataset):
+def test_predict_reads_digits_with_onnx_runtime_and_numpy_alone(exported, tiny_dataset, predict):
     model = predict.Model(exported, provider=predict.CPU)
     pixels = tiny_dataset.test.images[:50, 0].numpy()
 
@@ -91,7 +105,7 @@ def test_predict_reads_digits_with_onnx_runtime_and_numpy_alone(exported, tiny_d
     assert all(abs(float(p.sum()) - 1.0) < 1e-4 for _, p in answers)
     assert model.predict(pixels[0])[0][0] == answers[0][0]  # one (28, 28) image works too
     # The file a learner copies imports nothing but onnxruntime, numpy and the standard library.
-    tree = ast.parse(open(predict.__file__, encoding="utf-8").read())
+    tree = ast.parse(Path(predict.__file__).read_text(encoding="utf-8"))
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)
@@ -102,7 +116,7 @@ def test_predict_reads_digits_with_onnx_runtime_and_numpy_alone(exported, tiny_d
 
 
 @pytest.mark.filterwarnings("ignore:Specified provider:UserWarning")  # ONNX Runtime's own note
-def test_a_provider_that_does_not_start_falls_back_to_the_cpu_and_says_so(exported):
+def test_a_provider_that_does_not_start_falls_back_to_the_cpu_and_says_so(exported, predict):
     model = predict.Model(exported, provider="NoSuchExecutionProvider")
 
     assert model.provider == "CPUExecutionProvider"
@@ -176,7 +190,7 @@ def test_exporting_what_is_no_checkpoint_of_this_project_is_one_clear_sentence(t
     assert not (tmp_path / "model.onnx").exists()
 
 
-def test_without_onnx_runtime_the_message_says_how_to_install_it(exported, monkeypatch):
+def test_without_onnx_runtime_the_message_says_how_to_install_it(exported, monkeypatch, predict):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
     monkeypatch.delitem(sys.modules, predict.__name__)
 
@@ -187,7 +201,7 @@ def test_without_onnx_runtime_the_message_says_how_to_install_it(exported, monke
     assert sys.executable in str(raised.value)
 
 
-def test_logits_of_no_images_are_an_empty_answer(exported):
+def test_logits_of_no_images_are_an_empty_answer(exported, predict):
     model = predict.Model(exported, provider=predict.CPU)
 
     assert model.predict(np.zeros((0, 28, 28), np.uint8)) == []
@@ -204,7 +218,7 @@ def test_the_doctor_runs_one_inference_on_the_best_provider():
 
 
 @pytest.mark.filterwarnings("ignore:Specified provider:UserWarning")
-def test_the_doctor_says_when_the_best_provider_does_not_run(monkeypatch):
+def test_the_doctor_says_when_the_best_provider_does_not_run(monkeypatch, predict):
     """A provider that the package lists but that cannot start (DirectML on a broken driver)."""
     monkeypatch.setattr(predict, "best_provider", lambda providers: "DmlExecutionProvider")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -377,8 +378,12 @@ def test_the_real_thing_on_this_machine(child_limit):
     expected = 3 if chosen == "cpu" and accelerator != "cpu" else 0
     assert done.returncode == report["verdict"]["exit_code"] == expected, report["verdict"]
     assert report["smoke_test"]["passed"] and report["timing"]["device_ms"] > 0
-    (runtime,) = [f for f in report["findings"] if f["check"] == "ONNX Runtime"]
-    assert runtime["code"] == "ORT-OK" and "one inference on" in runtime["found"], runtime
+    runtime = [f for f in report["findings"] if f["check"] == "ONNX Runtime"]
+    if importlib.util.find_spec("onnxruntime") is None:  # an environment made without it
+        assert runtime == []
+    else:
+        assert [f["code"] for f in runtime] == ["ORT-OK"], runtime
+        assert "one inference on" in runtime[0]["found"]
     if expected == 3:  # then the report says why the accelerator is not usable
         assert any(u["kind"] == accelerator and u["reason"] for u in report["unavailable"])
 
