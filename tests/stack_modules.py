@@ -11,9 +11,9 @@ made from a generated project's environment file (the tests do, for each pinned 
 
 The environment's distributions are found from the project's own requirements (the stack's
 pins and ONNX packages, the dependencies and dev extras in the generated pyproject.toml, pip
-and setuptools), following every requirement whose marker holds on this machine. Names installed only on
-other systems or Pythons (colorama on Windows, tomli before 3.11) cannot be read here; they
-are listed in OTHER_ENVIRONMENT_MODULES, which must name every such requirement.
+and setuptools), following every requirement whose marker holds on this machine. Names
+installed only on other systems or Pythons (colorama on Windows, tomli before 3.11) cannot be
+read here; they are listed in OTHER_ENVIRONMENT_MODULES, which must name every such requirement.
 
 Only the standard library and `packaging` (which every stack installs) are used.
 """
