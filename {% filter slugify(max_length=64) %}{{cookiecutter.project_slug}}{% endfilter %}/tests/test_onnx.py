@@ -117,10 +117,11 @@ def test_predict_reads_digits_with_onnx_runtime_and_numpy_alone(exported, tiny_d
 
 @pytest.mark.filterwarnings("ignore:Specified provider:UserWarning")  # ONNX Runtime's own note
 def test_a_provider_that_does_not_start_falls_back_to_the_cpu_and_says_so(exported, predict):
-    model = predict.Model(exported, provider="NoSuchExecutionProvider")
+    """DirectML asked of a package without it (or with a GPU that cannot start it)."""
+    model = predict.Model(exported, provider="DmlExecutionProvider")
 
     assert model.provider == "CPUExecutionProvider"
-    assert "NoSuchExecutionProvider" in model.fallback and "the CPU answers" in model.fallback
+    assert "DmlExecutionProvider" in model.fallback and "the CPU answers" in model.fallback
     assert "CPU answers instead" in onnx_runtime.describe(model)
 
 

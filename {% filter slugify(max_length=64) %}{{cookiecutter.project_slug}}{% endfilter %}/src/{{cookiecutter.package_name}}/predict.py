@@ -77,8 +77,12 @@ class Model:
         self._lock = threading.Lock()  # one Run at a time: DirectML sessions require it
 
     def _session(self, providers: list[str]) -> ort.InferenceSession:
+        options = ort.SessionOptions()
+        if "DmlExecutionProvider" in providers:  # what DirectML requires; else ORT warns
+            options.enable_mem_pattern = False
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         try:
-            session = ort.InferenceSession(str(self.path), providers=providers)
+            session = ort.InferenceSession(str(self.path), options, providers=providers)
         except Exception as error:
             if providers == [CPU]:
                 raise self._damaged(error) from None
