@@ -454,7 +454,7 @@ REFERENCES = {
 POINTER = re.compile(
     r"\bthe [\w-]+ (?:lines?|fix(?:es)?)\b|\babove\b|\bbelow\b|\bthis line\b", re.IGNORECASE
 )
-ROW = re.compile(r"^  (ok|WARN|FAIL)  (\S.*?)  +(\S.*)$")
+ROW = re.compile(r"^  (ok|WARN|FAIL) +(\S.*?)  +(\S.*)$")  # "ok" is padded to 4 columns
 FIX = re.compile(r"^  \d+\. \[(?:ok|WARN|FAIL) ([^\]]+)\] (.*)$")
 PIP = re.compile(r"`pip install ([^`]*)`")
 
