@@ -213,11 +213,16 @@ def test_logits_of_no_images_are_an_empty_answer(exported, predict):
 # ---------------------------------------------------------------------------- the doctor
 
 
-def test_the_doctor_runs_one_inference_on_the_best_provider():
+def test_the_doctor_runs_one_inference_on_the_best_provider(predict):
+    best = predict.best_provider()
+
     (finding,) = onnx_runtime_check.findings()
 
-    assert finding.code == "ORT-OK" and finding.status == "ok"
-    assert "CPUExecutionProvider" in finding.found and "one inference on" in finding.found
+    if best == "CPUExecutionProvider" or finding.code == "ORT-OK":
+        assert (finding.code, finding.status) == ("ORT-OK", "ok")
+        assert f"one inference on {best} gives numpy's answer" in finding.found
+    else:  # a GPU provider this machine's package lists but cannot start (an emulated GPU)
+        assert finding.code == "ORT-PROVIDER-FAILED" and best in finding.found
 
 
 @pytest.mark.filterwarnings("ignore:Specified provider:UserWarning")

@@ -382,8 +382,13 @@ def test_the_real_thing_on_this_machine(child_limit):
     if importlib.util.find_spec("onnxruntime") is None:  # an environment made without it
         assert runtime == []
     else:
-        assert [f["code"] for f in runtime] == ["ORT-OK"], runtime
-        assert "one inference on" in runtime[0]["found"]
+        (finding,) = runtime
+        # ORT-PROVIDER-FAILED: a GPU provider that is listed but cannot start here
+        assert finding["code"] in ("ORT-OK", "ORT-PROVIDER-FAILED"), finding
+        if finding["code"] == "ORT-PROVIDER-FAILED":
+            assert "a session on CPUExecutionProvider" not in finding["found"]
+        else:
+            assert "one inference on" in finding["found"]
     if expected == 3:  # then the report says why the accelerator is not usable
         assert any(u["kind"] == accelerator and u["reason"] for u in report["unavailable"])
 
