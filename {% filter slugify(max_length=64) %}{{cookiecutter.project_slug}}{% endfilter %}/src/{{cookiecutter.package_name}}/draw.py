@@ -2,6 +2,7 @@
 
     python -m <package>.draw                       # the latest run's best.pt; opens the browser
     python -m <package>.draw --checkpoint runs/<run>/last.pt --device cpu --no-browser
+    python -m <package>.draw --runtime onnx        # the exported model.onnx, run by ONNX Runtime
 
 Starts a page on this computer only (http://127.0.0.1:<free port>/): draw with the mouse, a
 finger or a pen; the ten probabilities update as you draw, next to the 28x28 image the model
@@ -23,7 +24,7 @@ import torch
 
 from . import data, evaluate
 from .datasets import handwriting
-from .machinery import checkpoints, devices
+from .machinery import checkpoints, devices, onnx_runtime
 from .machinery.cli import HelpFormatter, device_request, safe_console
 from .machinery.page_server import PageServer, RequestError
 from .machinery.untrusted import printable
@@ -31,6 +32,7 @@ from .model import LeNet5, to_device
 
 PAGE = Path(__file__).with_name("draw.html")
 RUNS_DIR = Path("runs")
+ONNX_NAME = "model.onnx"  # export.ONNX_NAME (export imports onnx, not needed here)
 MAX_SIDE = 560  # pixels; the page sends 280x280, a bigger image is refused before decoding
 # Pictures decoded at once; other requests wait their turn. Each decode holds a few copies of
 # the picture: fifty at once (a page left open in many tabs, a script) took gigabytes.
@@ -62,14 +64,12 @@ class Reader:
         like MNIST and as drawn, with the 28x28 images the model received."""
         started = time.perf_counter()
         if not handwriting.has_ink(canvas):
-            return {"empty": True, "device": self.device.describe(), "classes": self.classes}
+            return {"empty": True, "device": self.describe(), "classes": self.classes}
         images = torch.stack(
             [handwriting.prepare_like_mnist(canvas), handwriting.shrink_as_drawn(canvas)]
         )
-        with self._lock, torch.no_grad():
-            logits = self.model(data.to_model_input(images[:, None], self.device.device))
-            probabilities = torch.softmax(logits, dim=1).cpu()  # one readback for both
-        answer = {"empty": False, "device": self.device.describe(), "classes": self.classes}
+        probabilities = self.probabilities(images[:, None])
+        answer = {"empty": False, "device": self.describe(), "classes": self.classes}
         for key, image, row in zip(("prepared", "as_drawn"), images, probabilities):
             answer[key] = {
                 "digit": int(row.argmax()),
@@ -78,6 +78,49 @@ class Reader:
             }
         answer["ms"] = round(1000 * (time.perf_counter() - started), 1)
         return answer
+
+    def probabilities(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 (N, 1, 28, 28) -> probabilities (N, 10) on the CPU."""
+        with self._lock, torch.no_grad():
+            logits = self.model(data.to_model_input(images, self.device.device))
+            return torch.softmax(logits, dim=1).cpu()  # one readback for all
+
+    def describe(self) -> str:
+        return self.device.describe()
+
+
+class OnnxReader(Reader):
+    """The exported model, run by ONNX Runtime (``predict.Model``) instead of torch."""
+
+    def __init__(self, model) -> None:
+        self.model = model  # predict.Model: it allows one Run at a time itself
+        self.classes = list(model.classes)  # from the model's metadata
+
+    def probabilities(self, images: torch.Tensor) -> torch.Tensor:
+        logits = self.model.logits(data.to_model_input(images, torch.device("cpu")).numpy())
+        return torch.softmax(torch.from_numpy(logits), dim=1)
+
+    def describe(self) -> str:
+        return onnx_runtime.describe(self.model)
+
+
+def load_onnx_reader(path: Path) -> tuple[OnnxReader, dict]:
+    """``path`` (model.onnx, or a checkpoint whose folder holds one) run by ONNX Runtime, and
+    what it was trained on, as load_reader gives it; DrawError if it cannot be had."""
+    path = Path(path)
+    if path.suffix != ".onnx":
+        path = path.with_name(ONNX_NAME)
+    try:
+        model = onnx_runtime.open_model(path)
+    except onnx_runtime.OnnxError as error:
+        raise DrawError(str(error)) from None
+    reader = OnnxReader(model)
+    dataset = model.metadata.get("dataset", "mnist")
+    # What it was trained on, as a checkpoint says it (trained_on, class_names).
+    state = {"config": {"dataset": dataset}}
+    if dataset.startswith("folder:"):
+        state["data_split"] = {"classes": reader.classes}
+    return reader, state
 
 
 def decode_png(body: bytes) -> torch.Tensor:
@@ -214,7 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         type=device_request,
         default="auto",
-        help="auto, directml[:N], cuda[:N], xpu, mps, cpu",
+        help="auto, directml[:N], cuda[:N], xpu, mps, cpu (torch only)",
+    )
+    parser.add_argument(
+        "--runtime",
+        choices=("torch", "onnx"),
+        default="torch",
+        help="torch: the checkpoint; onnx: the exported model.onnx beside it (or --checkpoint "
+        "FILE.onnx), run by ONNX Runtime on the best execution provider",
     )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     parser.add_argument(
@@ -231,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         path = args.checkpoint or find_model()
-        reader, state = load_reader(path, args.device)
+        if args.runtime == "onnx":
+            reader, state = load_onnx_reader(path)
+            path = path if Path(path).suffix == ".onnx" else Path(path).with_name(ONNX_NAME)
+        else:
+            reader, state = load_reader(path, args.device)
         server = make_server(reader, args.port)
     except DrawError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -247,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print(f"Model   : {path}", flush=True)
-    print(f"Device  : {reader.device.describe()} answers", flush=True)
+    print(f"Device  : {reader.describe()} answers", flush=True)
     note = trained_on_note(state)
     if note is not None:
         print(f"Note    : {note}", flush=True)

@@ -2,8 +2,12 @@
 
     python -m <package>.evaluate                  # the latest run in runs/: best.pt, else last.pt
     python -m <package>.evaluate --checkpoint runs/last.pt --device cpu
+    python -m <package>.evaluate --onnx runs/<run>/model.onnx   # the exported model, no torch
 
-Writes ``confusion_matrix.png`` and ``test_metrics.json`` beside the checkpoint.
+Writes ``confusion_matrix.png`` and ``test_metrics.json`` beside the checkpoint
+(``confusion_matrix_onnx.png`` and ``test_metrics_onnx.json`` beside an ONNX model). With
+``--onnx`` ONNX Runtime answers, on the best execution provider it has (``--device cpu``: the
+CPU), and the report says which one.
 
 A checkpoint may come from another machine: the data folder it records is only read, never
 created or downloaded into; ``--data-dir`` is where evaluation may download.
@@ -23,7 +27,7 @@ import torch
 
 from . import data
 from .datasets import folder, mnist
-from .machinery import checkpoints, devices, reporting, runs
+from .machinery import checkpoints, devices, onnx_runtime, reporting, runs
 from .machinery.checkpoints import BEST, LAST
 from .machinery.cli import (
     HelpFormatter,
@@ -170,20 +174,77 @@ def evaluate_checkpoint(
         raise EvaluationError(f"{printable(name)} has no test images left to evaluate on.")
     test = test.to(option.device)
     predictions = predict(model, test, batch_size)
-    matrix = confusion_matrix(predictions, test.labels)
+    return _report(
+        Path(path),
+        name,
+        description,
+        option.describe(),
+        predictions,
+        test.labels,
+        _which_epoch(state, Path(path)),
+        classes,
+        notes,
+    )
+
+
+def _report(
+    path, name, description, device, predictions, labels, model, classes=None, notes=()
+) -> Report:
+    matrix = confusion_matrix(predictions, labels)
     totals = [sum(row) for row in matrix]
     count = len(classes) if classes else NUM_CLASSES
     per_class = [matrix[d][d] / totals[d] if totals[d] else float("nan") for d in range(count)]
     accuracy = sum(matrix[d][d] for d in range(NUM_CLASSES)) / max(1, sum(totals))
     return Report(
+        path, name, description, device, accuracy, per_class, matrix, model, classes, list(notes)
+    )
+
+
+def evaluate_onnx(
+    path: Path,
+    device: str = "auto",
+    data_dir: Path | None = None,
+    batch_size: int = EVAL_BATCH_SIZE,
+    dataset: data.Dataset | None = None,
+) -> Report:
+    """The exported model ``path`` run by ONNX Runtime on the test split of the dataset its
+    metadata names; ``device`` "cpu" keeps it on the CPU, else the best provider answers."""
+    try:
+        model = onnx_runtime.open_model(
+            Path(path), "CPUExecutionProvider" if device == "cpu" else None
+        )
+    except onnx_runtime.OnnxError as error:
+        raise EvaluationError(str(error)) from error
+    name = model.metadata.get("dataset", "mnist")
+    try:
+        if dataset is None and folder.folder_path(name) is not None:
+            dataset = data.load_folder(folder.folder_path(name))
+        if dataset is not None:
+            test, description = dataset.test, dataset.description
+            classes, notes = dataset.classes, list(dataset.notes)
+        else:
+            if name == "mnist":
+                data_dir = _mnist_folder(
+                    data_dir, model.metadata.get("data_dir"), Path(path), "--onnx"
+                )
+            test, description = data.load_test_split(name, data_dir)
+            classes, notes = None, []
+    except (mnist.MNISTUnavailable, ValueError) as error:
+        raise EvaluationError(str(error)) from error
+    outputs = []
+    for images, _ in data.batches(test, batch_size):
+        logits = model.logits(data.to_model_input(images, torch.device("cpu")).numpy())
+        outputs.append(torch.from_numpy(logits.argmax(axis=1)))
+    predictions = torch.cat(outputs) if outputs else torch.zeros(0, dtype=torch.long)
+    trained = model.metadata.get("trained", "")
+    return _report(
         Path(path),
         name,
         description,
-        option.describe(),
-        accuracy,
-        per_class,
-        matrix,
-        _which_epoch(state, Path(path)),
+        onnx_runtime.describe(model),
+        predictions,
+        test.labels,
+        f"exported from {trained}" if trained else "",
         classes,
         notes,
     )
@@ -198,11 +259,13 @@ def _has_test_files(folder: Path) -> bool:
     )
 
 
-def _mnist_folder(given: Path | None, recorded: object, checkpoint: Path) -> Path:
+def _mnist_folder(
+    given: Path | None, recorded: object, checkpoint: Path, option: str = "--checkpoint"
+) -> Path:
     """The folder to read the MNIST test files from: ``--data-dir``, or the one the checkpoint
     records, only where it holds the test files already. EvaluationError otherwise."""
     package = __package__ or "<package>"
-    again = f"python -m {package}.evaluate --checkpoint {printable(checkpoint, 300)}"
+    again = f"python -m {package}.evaluate {option} {printable(checkpoint, 300)}"
     again += " --data-dir data"
     if given is not None:
         if Path(given).exists() and not Path(given).is_dir():
@@ -278,15 +341,16 @@ def format_report(report: Report) -> str:
     )
 
 
-def write_outputs(report: Report, directory: Path) -> list[Path]:
-    """test_metrics.json, then the confusion matrix's picture; a picture that cannot be drawn
-    is a note in ``report.notes``, never a failed evaluation."""
-    metrics = directory / TEST_METRICS_JSON
+def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Path]:
+    """test_metrics.json, then the confusion matrix's picture (``suffix`` "_onnx" keeps an
+    ONNX model's apart); a picture that cannot be drawn is a note in ``report.notes``, never a
+    failed evaluation."""
+    metrics = directory / TEST_METRICS_JSON.replace(".json", f"{suffix}.json")
     text = json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
     checkpoints.write_text_atomic(metrics, text)
     name = reporting.dataset_label(report.dataset)
     title = f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n{name}, test set"
-    path = directory / reporting.CONFUSION_PNG
+    path = directory / reporting.CONFUSION_PNG.replace(".png", f"{suffix}.png")
     drawn = reporting.draw_safely(
         lambda: reporting.plot_confusion(report.confusion, path, title, report.classes), path
     )
@@ -315,7 +379,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="a checkpoint file (default: best.pt, else last.pt, in --output-dir)",
     )
     parser.add_argument(
-        "--device", default="auto", help="auto, directml[:N], cuda[:N], xpu, mps, cpu"
+        "--onnx",
+        type=Path,
+        default=None,
+        metavar="MODEL",
+        help=f"an exported model (python -m {__package__ or '<package>'}.export) to run with "
+        "ONNX Runtime instead of a checkpoint",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="auto, directml[:N], cuda[:N], xpu, mps, cpu (with --onnx: auto or cpu)",
     )
     parser.add_argument(
         "--data-dir",
@@ -339,14 +413,21 @@ def main(argv: list[str] | None = None) -> int:
     safe_console()
     args = build_parser().parse_args(argv)
     try:
-        path = args.checkpoint or find_checkpoint(args.output_dir)
-        report = evaluate_checkpoint(path, args.device, args.data_dir, args.batch_size)
+        if args.onnx is not None and args.checkpoint is not None:
+            raise EvaluationError("Pass --checkpoint or --onnx, not both: each names a model.")
+        if args.onnx is not None:
+            path = args.onnx
+            report = evaluate_onnx(path, args.device, args.data_dir, args.batch_size)
+        else:
+            path = args.checkpoint or find_checkpoint(args.output_dir)
+            report = evaluate_checkpoint(path, args.device, args.data_dir, args.batch_size)
         if args.data_dir is not None and report.dataset == "synthetic":
             write_out(
                 "note: --data-dir is ignored: this checkpoint was trained on synthetic digits, "
                 "which are generated here, not read from a folder."
             )
-        files = write_outputs(report, Path(path).parent)  # saved before any printing
+        suffix = "_onnx" if args.onnx is not None else ""
+        files = write_outputs(report, Path(path).parent, suffix)  # saved before any printing
         write_out(format_report(report))
     except (EvaluationError, checkpoints.CheckpointWriteError) as error:
         write_err(f"error: {error}")
