@@ -10,10 +10,10 @@ made from a generated project's environment file (the tests do, for each pinned 
     python tests/stack_modules.py --update   add the names to cookiecutter.json
 
 The environment's distributions are found from the project's own requirements (the stack's
-pins, the dependencies and dev extras in the generated pyproject.toml, pip and setuptools),
-following every requirement whose marker holds on this machine. Names installed only on
-other systems or Pythons (colorama on Windows, tomli before 3.11) cannot be read here; they
-are listed in OTHER_ENVIRONMENT_MODULES, which must name every such requirement.
+pins and ONNX packages, the dependencies and dev extras in the generated pyproject.toml, pip
+and setuptools), following every requirement whose marker holds on this machine. Names
+installed only on other systems or Pythons (colorama on Windows, tomli before 3.11) cannot be
+read here; they are listed in OTHER_ENVIRONMENT_MODULES, which must name every such requirement.
 
 Only the standard library and `packaging` (which every stack installs) are used.
 """
@@ -68,6 +68,7 @@ def project_requirements() -> list:
 def stack_roots() -> list:
     context = json.loads(COOKIECUTTER_JSON.read_text(encoding="utf-8"))
     pins = [name for stack in context["_stacks"].values() for name in stack["pins"]]
+    pins += [row[0] for rows in context["_onnx"].values() if isinstance(rows, list) for row in rows]
     return sorted({canonicalize_name(n) for n in pins + project_requirements() + ALWAYS_INSTALLED})
 
 
@@ -141,7 +142,7 @@ def stack_modules() -> dict:
         modules |= top_level_names(dist)
     for names in OTHER_ENVIRONMENT_MODULES.values():
         modules |= set(names)
-    pins_of_other_stacks = {"torch-directml"}
+    pins_of_other_stacks = {"torch-directml", "onnxruntime-directml"}  # Windows-only builds
     return {
         "python": sys.version.split()[0],
         "distributions": sorted(f"{d.metadata['Name']}=={d.version}" for d in found.values()),

@@ -14,6 +14,7 @@ RUN_CONFIGURATIONS = {
     "Train": ("train", ""),
     "Train (synthetic, offline)": ("train", "--dataset synthetic"),
     "Evaluate": ("evaluate", ""),
+    "Export to ONNX": ("export", ""),
     "Benchmark": ("benchmark", ""),
     "Draw a digit": ("draw", ""),
 }

@@ -65,12 +65,14 @@ WINE_LIMITS: dict[str, str] = {
 ACCESS_VIOLATION = "Windows fatal exception: access violation"
 
 
-def bake_on_windows(winpy, out: Path, answers: dict, **run_options) -> wine_python.WineResult:
+def bake_on_windows(
+    winpy, out: Path, answers: dict, template: str = ".", cwd: Path = TEMPLATE_DIR, **run_options
+) -> wine_python.WineResult:
+    """`cookiecutter . --no-input -o <out>` in the template folder, as a workshop starts it."""
     out.mkdir(parents=True, exist_ok=True)
-    args = ["-m", "cookiecutter", wine_python.winpath(TEMPLATE_DIR), "--no-input"]
-    args += ["-o", wine_python.winpath(out)]
+    args = ["-m", "cookiecutter", template, "--no-input", "-o", wine_python.winpath(out)]
     args += [f"{key}={value}" for key, value in answers.items()]
-    return winpy.run(args, timeout=BAKE_TIMEOUT, **run_options)
+    return winpy.run(args, cwd=cwd, timeout=BAKE_TIMEOUT, **run_options)
 
 
 @pytest.fixture(scope="session")
@@ -165,9 +167,33 @@ def test_a_windows_bake_is_byte_identical_to_a_linux_bake(windows_bakes, bake_on
     assert b"\r\n" not in on_windows[REPLAY]  # LF like every other file (.editorconfig)
     windows_replay = json.loads(on_windows[REPLAY])["cookiecutter"]
     linux_replay = json.loads(on_linux[REPLAY])["cookiecutter"]
-    assert windows_replay.pop("_template") == wine_python.winpath(TEMPLATE_DIR)
+    assert windows_replay.pop("_template") == "."
     linux_replay.pop("_template")
     assert windows_replay == linux_replay
+
+
+@pytest.mark.parametrize(
+    ("template", "cwd"),
+    [
+        (r"..\..", TEMPLATE_DIR / "tools" / "dxcore"),  # cmd and PowerShell write backslashes
+        (TEMPLATE_DIR.name, TEMPLATE_DIR.parent),
+    ],
+    ids=["backslashes-up", "from-the-parent-folder"],
+)
+def test_a_relative_template_path_on_windows_bakes_what_cookiecutter_dot_bakes(
+    winpy, windows_bakes, tmp_path, template, cwd
+):
+    _, reference = windows_bakes["default"]
+
+    result = bake_on_windows(winpy, tmp_path, {}, template=template, cwd=cwd)
+
+    assert result.returncode == 0, result.output[-3000:]
+    assert_clean(result)
+    project = tmp_path / reference.name
+    baked, expected = tree(project), tree(reference)
+    assert sorted(baked) == sorted(expected)
+    assert [name for name in expected if baked[name] != expected[name]] == [REPLAY]
+    assert json.loads(baked[REPLAY])["cookiecutter"]["_template"] == template
 
 
 @pytest.mark.parametrize(

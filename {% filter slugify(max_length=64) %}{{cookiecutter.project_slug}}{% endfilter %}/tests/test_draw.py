@@ -350,3 +350,78 @@ def test_closing_the_server_ends_a_browsers_idle_connection():
     handler.join(timeout=5)
     assert not handler.is_alive()
     connection.close()
+
+
+def test_a_body_shorter_than_its_length_is_the_clients_fault(server, monkeypatch, capfd):
+    import socket
+    import time
+
+    monkeypatch.setattr(page_server, "BODY_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as client:
+        client.sendall(
+            b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: image/png\r\n"
+            b"Content-Length: 1000\r\n\r\n\x89PNG" % server.port
+        )  # and then nothing: the connection stays open
+        reply = b""
+        while chunk := client.recv(65536):  # until the server closes the connection
+            reply += chunk
+    reply = reply.decode("utf-8", "replace")
+    assert reply.startswith("HTTP/1.1 408 ")
+    assert "stopped arriving" in reply and time.monotonic() - started < 10
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_many_large_drawings_at_once_are_refused_or_decoded_a_few_at_a_time(server, monkeypatch):
+    """A picture larger than the page ever sends is refused from its header; those that are
+    accepted are decoded at most DECODES_AT_ONCE at a time, whatever the number of requests."""
+    import threading as threads_module
+
+    big = io.BytesIO()
+    Image.new("L", (2 * draw.MAX_SIDE, 300), 255).save(big, "PNG")
+    status, answer = predict(server, big.getvalue())
+    assert status == 413 and f"at most {draw.MAX_SIDE}x{draw.MAX_SIDE}" in answer["error"]
+
+    busy, most = [0], [0]
+    lock = threads_module.Lock()
+    real_new = Image.new
+
+    def counting_new(*args, **kwargs):  # the decode's first big allocation
+        with lock:
+            busy[0] += 1
+            most[0] = max(most[0], busy[0])
+        try:
+            threads_module.Event().wait(0.02)
+            return real_new(*args, **kwargs)
+        finally:
+            with lock:
+                busy[0] -= 1
+
+    monkeypatch.setattr(Image, "new", counting_new)
+    body = png(torch.full((draw.MAX_SIDE, draw.MAX_SIDE), 255, dtype=torch.uint8))
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(lambda _: predict(server, body)[0], range(20)))
+    assert answers == [200] * 20
+    assert most[0] <= draw.DECODES_AT_ONCE
+
+
+def test_a_model_of_your_own_classes_answers_with_their_names(reader, capsys):
+    state = {
+        "config": {"dataset": "folder:/photos/shapes"},
+        "data_split": {"classes": ["circle", "cross", "\x1b[2Jsquare"]},
+    }
+    note = draw.trained_on_note(state)
+    assert note == (
+        "this model learned your own pictures, not digits: it answers circle, cross, "
+        "\\x1b[2Jsquare. Draw one of those."
+    )
+    shapes = draw.Reader(reader.model, reader.device, draw.class_names(state))
+    canvas = torch.full((CANVAS, CANVAS), 255, dtype=torch.uint8)
+    canvas[100:180, 120:160] = 0  # a black box on white paper
+    answer = shapes.read(canvas)
+    assert answer["prepared"]["digit"] in range(10)
+    assert answer["classes"] == ["circle", "cross", "\x1b[2Jsquare"]  # JSON: the page escapes
+    digits = draw.Reader(reader.model, reader.device).read(canvas)
+    assert digits["classes"] == [str(d) for d in range(10)]
+    old = {"config": {"dataset": "folder:/photos/shapes"}}  # saved before classes were kept
+    assert "does not name their classes" in draw.trained_on_note(old)

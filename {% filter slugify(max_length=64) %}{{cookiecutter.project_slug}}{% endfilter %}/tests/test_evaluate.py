@@ -172,7 +172,9 @@ def test_the_confusion_title_names_the_dataset(
     titles = []
     plot = reporting.plot_confusion
     monkeypatch.setattr(
-        reporting, "plot_confusion", lambda m, p, title: titles.append(title) or plot(m, p, title)
+        reporting,
+        "plot_confusion",
+        lambda m, p, title, *names: titles.append(title) or plot(m, p, title, *names),
     )
     report = evaluate.evaluate_checkpoint(
         trained_run / "last.pt", "cpu", discovery=cpu_discovery, dataset=tiny_dataset

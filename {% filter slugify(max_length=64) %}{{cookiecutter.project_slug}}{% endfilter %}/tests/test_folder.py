@@ -3,7 +3,11 @@ read by a DataLoader whose settings suit the device and Windows."""
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
+import struct
+import zlib
 
 import pytest
 import torch
@@ -15,6 +19,7 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.datasets import (
     folder,
+    folder_scan,
 )
 
 SHAPES = ("circle", "cross", "square")
@@ -52,7 +57,8 @@ def shapes(tmp_path_factory):
 
 def test_a_folder_is_split_into_grey_28x28_batches(shapes):
     dataset = data.load_dataset(f"folder:{shapes}")
-    assert (len(dataset.train), len(dataset.val), len(dataset.test)) == (96, 12, 12)
+    sizes = (len(dataset.train), len(dataset.val), len(dataset.test))
+    assert sum(sizes) == 120 and 4 <= sizes[1] <= 24 and 4 <= sizes[2] <= 24, sizes
     images, labels = next(data.batches(dataset.train, 32))
     assert images.shape == (32, 1, 28, 28) and images.dtype == torch.uint8
     assert set(labels.tolist()) <= {0, 1, 2}
@@ -65,8 +71,9 @@ def test_training_on_your_own_images_learns_them(shapes, tmp_path, cpu_discovery
     )
     result = train.train(cfg, discovery=cpu_discovery)
     assert result.test_accuracy >= 0.9  # three shapes; chance is a third
-    report = evaluate.evaluate_checkpoint(tmp_path / "best.pt", "cpu", discovery=cpu_discovery)
-    assert report.images == 12 and report.accuracy >= 0.9
+    report = evaluate.evaluate_checkpoint(tmp_path / "last.pt", "cpu", discovery=cpu_discovery)
+    assert report.images == len(data.load_dataset(f"folder:{shapes}").test)
+    assert report.accuracy == result.test_accuracy
 
 
 def test_the_command_line_takes_a_folder(shapes, tmp_path, capsys, cpu_only):
@@ -124,3 +131,235 @@ def test_worker_processes_read_the_same_batches_every_epoch(shapes, monkeypatch)
 def test_mnist_and_synthetic_stay_one_tensor_on_the_device(tiny_dataset):
     assert isinstance(tiny_dataset.train, data.Split)
     assert isinstance(data.shuffled(tiny_dataset.train, torch.Generator()), data.Split)
+
+
+# --------------------------------------------------------------------------------------------
+# A folder as users have them: damaged files, links, pipes, system folders
+
+
+def _tiny(path, seed: int) -> None:
+    """An 8x8 grey PNG of its own: no two seeds give the same picture."""
+    from PIL import Image
+
+    pixels = bytes((seed * 7919 + i * 104729) % 251 for i in range(64))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.frombytes("L", (8, 8), pixels).save(path)
+
+
+def _pictures(root, classes=("circle", "cross"), per_class=10, start=0):
+    for number, name in enumerate(classes):
+        for index in range(start, start + per_class):
+            _tiny(root / name / f"{index:03d}.png", 1000 * number + index)
+    return root
+
+
+def _png_header_only(path, width: int, height: int) -> None:
+    """A PNG that says it is ``width`` x ``height``: what a decompression bomb looks like."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body)
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b""))
+
+
+def _links_allowed(tmp_path) -> bool:
+    try:
+        (tmp_path / "probe-link").symlink_to(tmp_path)
+    except (OSError, NotImplementedError):  # Windows without the right to make links
+        return False
+    return True
+
+
+def test_files_that_are_no_pictures_are_named_and_training_goes_on(tmp_path, capsys, cpu_only):
+    root = _pictures(tmp_path / "shapes")
+    (root / "circle" / "noise.png").write_bytes(bytes(range(256)) * 3)
+    whole = (root / "circle" / "000.png").read_bytes()
+    (root / "circle" / "cut.png").write_bytes(whole[: len(whole) // 2])
+    _png_header_only(root / "cross" / "huge.png", 20000, 20000)
+    (root / "cross" / "._001.png").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
+    argv = ["--dataset", f"folder:{root}", "--epochs", "1", "--output-dir", str(tmp_path / "r")]
+    assert train.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "20 images" not in out and "Traceback" not in out
+    for name, why in [
+        ("circle/noise.png", "cannot be read as a picture"),
+        ("circle/cut.png", "cannot be read as a picture"),
+        ("cross/huge.png", "too large"),
+        ("cross/._001.png", "a hidden file"),
+    ]:
+        assert f"note    : skipped {name}: {why}" in out, (name, out)
+    assert "test accuracy" in out  # trained on the 20 good pictures
+
+
+def test_many_skipped_files_are_counted_after_the_first_few(tmp_path):
+    root = _pictures(tmp_path / "shapes")
+    for index in range(9):
+        (root / "cross" / f"broken{index}.png").write_bytes(b"not a picture")
+    notes = data.load_dataset(f"folder:{root}").notes
+    assert len(notes) == folder.SKIPPED_SHOWN + 1
+    assert notes[-1] == "... and 4 more (9 skipped)"
+
+
+def test_a_class_left_with_too_few_pictures_stops_with_one_sentence(tmp_path, capsys, cpu_only):
+    root = _pictures(tmp_path / "shapes")
+    for index in range(8):
+        (root / "circle" / f"{index:03d}.png").write_bytes(b"damaged")
+    argv = ["--dataset", f"folder:{root}", "--output-dir", str(tmp_path / "r")]
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: Too few usable pictures in {root}: circle 2;")
+    assert "(8 files were skipped.)" in err and "Traceback" not in err
+
+
+def test_links_are_not_followed_and_each_picture_counts_once(tmp_path):
+    if not _links_allowed(tmp_path):
+        pytest.skip("this system does not let the tests make symbolic links")
+    root = _pictures(tmp_path / "shapes")
+    plain = data.load_dataset(f"folder:{root}")
+    (root / "circle" / "again").symlink_to(root / "circle", target_is_directory=True)
+    (root / "cross" / "up").symlink_to(root, target_is_directory=True)
+    (root / "circle" / "up").symlink_to(root, target_is_directory=True)
+    (root / "cross" / "gone.png").symlink_to(tmp_path / "nowhere.png")
+    outside = tmp_path / "elsewhere.png"
+    _tiny(outside, 99)
+    (root / "cross" / "elsewhere.png").symlink_to(outside)
+    os.link(root / "circle" / "003.png", root / "circle" / "003-again.png")
+    linked = data.load_dataset(f"folder:{root}")
+    assert [len(linked.train), len(linked.val), len(linked.test)] == [
+        len(plain.train),
+        len(plain.val),
+        len(plain.test),
+    ]
+    skipped = {item.path.as_posix(): item.reason for item in folder_scan.scan(root).skipped}
+    for name in ("circle/again", "circle/up", "cross/up", "cross/gone.png", "cross/elsewhere.png"):
+        assert skipped[name] == "a link (links are not followed)"
+    assert skipped["circle/003.png"] == "the same file as circle/003-again.png"
+    assert len(skipped) == 6
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_named_pipe_is_skipped_not_waited_on(tmp_path):
+    root = _pictures(tmp_path / "shapes")
+    os.mkfifo(root / "cross" / "p.png")
+    dataset = data.load_dataset(f"folder:{root}")
+    assert len(dataset.train) + len(dataset.val) + len(dataset.test) == 20
+    assert "skipped cross/p.png: not a regular file (a pipe, socket or device)" in dataset.notes
+
+
+def test_hidden_and_system_folders_are_no_classes(tmp_path):
+    root = _pictures(tmp_path / "shapes")
+    (root / ".ipynb_checkpoints").mkdir()
+    _pictures(root / "__MACOSX", classes=("circle",), per_class=3)
+    _pictures(root / ".trash", classes=("old",), per_class=3)
+    dataset = data.load_dataset(f"folder:{root}")
+    assert dataset.classes == ["circle", "cross"]
+    assert "2 classes: circle, cross" in dataset.description
+    assert dataset.notes[0] == (
+        "left out (hidden or system folders, not classes): .ipynb_checkpoints, .trash, __MACOSX"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The split stays put
+
+
+def _by_path(dataset) -> dict:
+    found = {}
+    for part in ("train", "val", "test"):
+        split = getattr(dataset, part)
+        for index in split.order.tolist():
+            found[split.images.pictures[index].path] = part
+    return found
+
+
+def test_adding_pictures_moves_no_picture_to_another_part(tmp_path):
+    root = _pictures(tmp_path / "shapes", per_class=30)
+    before = _by_path(data.load_dataset(f"folder:{root}"))
+    _pictures(root, per_class=1, start=30)  # one more picture per class
+    after = _by_path(data.load_dataset(f"folder:{root}"))
+    assert len(after) == len(before) + 2
+    assert {path: after[path] for path in before} == before
+
+
+def test_evaluate_says_when_the_folder_changed_since_training(tmp_path, capsys, cpu_only):
+    root = _pictures(tmp_path / "shapes")
+    runs = tmp_path / "r"
+    argv = ["--dataset", f"folder:{root}", "--epochs", "1", "--output-dir", str(runs)]
+    assert train.main(argv) == 0
+    assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "changed since training" not in out and "nan" not in out and "MNIST" not in out
+    assert "% on the test part of your images (shapes) (" in out
+    rows = out.split("most often taken for\n")[1].split("\n\n")[0].splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["circle", "cross"]  # no rows 0-9
+    saved = (runs / "test_metrics.json").read_text(encoding="utf-8")
+    metrics = json.loads(saved, parse_constant=lambda word: pytest.fail(f"{word} in JSON"))
+    assert metrics["classes"] == ["circle", "cross"]
+    assert set(metrics["per_class_accuracy"]) == {"circle", "cross"}
+    _pictures(root, per_class=1, start=10)
+    assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "note: the pictures changed since training (train " in out
+    # a --resume would continue on other pictures than the run's: it says so and stops
+    assert train.main(["--output-dir", str(runs), "--resume"]) == 2
+    assert "the pictures changed since training" in capsys.readouterr().err
+    _pictures(root, classes=("arrow",), per_class=5)  # a new class: the outputs mean others
+    assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "the classes changed since training (then: circle, cross; now: arrow, circle, " in err
+
+
+def test_evaluate_of_a_run_whose_test_picture_was_damaged_since(tmp_path, capsys, cpu_only):
+    root = _pictures(tmp_path / "shapes")
+    runs = tmp_path / "r"
+    argv = ["--dataset", f"folder:{root}", "--epochs", "1", "--output-dir", str(runs)]
+    assert train.main(argv) == 0
+    test = data.load_dataset(f"folder:{root}").test
+    damaged = test.images.pictures[int(test.order[0])].path
+    damaged.write_bytes(b"damaged later")
+    capsys.readouterr()
+    assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert f"skipped {damaged.relative_to(root).as_posix()}: cannot be read" in out
+    assert "changed since training" in out and "Traceback" not in out
+
+
+@pytest.mark.skipif(os.name == "nt", reason="Windows allows no control characters in names")
+def test_class_names_cannot_steer_the_terminal(tmp_path, capsys, cpu_only):
+    root = _pictures(tmp_path / "shapes", classes=("\x1b]0;owned\x07", "\x1b[2Jclear"), per_class=6)
+    runs = tmp_path / "r"
+    argv = ["--dataset", f"folder:{root}", "--epochs", "1", "--output-dir", str(runs)]
+    assert train.main(argv) == 0
+    assert "(2 classes: \\x1b[2Jclear, \\x1b]0;owned\\x07)" in capsys.readouterr().out
+    assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2Jclear" in out.split("most often taken for")[1]  # the table's rows
+
+
+def test_a_picture_damaged_during_training_is_one_sentence(tmp_path, capsys, cpu_only, monkeypatch):
+    root = _pictures(tmp_path / "shapes")
+    checked = data.load_dataset
+
+    def checked_then_damaged(*args, **kwargs):  # the file changes after the check
+        loaded = checked(*args, **kwargs)
+        (root / "circle" / "004.png").write_bytes(b"damaged after the check")
+        return loaded
+
+    monkeypatch.setattr(data, "load_dataset", checked_then_damaged)
+    argv = ["--dataset", f"folder:{root}", "--epochs", "1", "--output-dir", str(tmp_path / "r")]
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {root / 'circle' / '004.png'} could not be read any more (")
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_a_workers_error_is_said_without_its_traceback():
+    wrapped = folder.FolderUnavailable(
+        "Caught FolderUnavailable in DataLoader worker process 0.\nOriginal Traceback (most "
+        'recent call last):\n  File "x.py", line 1\n'
+        f"{folder.FolderUnavailable.__module__}.FolderUnavailable: /a/b.png could not be read"
+    )
+    assert folder.one_sentence(wrapped) == "/a/b.png could not be read"

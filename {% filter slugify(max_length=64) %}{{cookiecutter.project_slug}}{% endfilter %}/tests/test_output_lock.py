@@ -191,6 +191,21 @@ def test_a_live_run_is_refused_and_its_lock_text_cannot_control_the_terminal(
     assert not (tmp_path / "last.pt").exists()
 
 
+def test_a_busy_latest_run_is_refused_without_an_option_the_user_never_typed(
+    tmp_path, tiny_dataset, cpu_discovery
+):
+    latest = tmp_path / "runs" / "2026-03-14_10-00-00"
+    latest.mkdir(parents=True)
+    (latest / "last.pt").write_bytes(b"x")
+    cfg = train.TrainConfig(device="cpu", runs_dir=tmp_path / "runs", resume=True)
+    refused = pytest.raises(output_lock.OutputFolderInUse)
+    with output_lock.claim(latest), refused as caught:  # another run writes the latest run
+        run(cfg, tiny_dataset, cpu_discovery)
+    message = str(caught.value)
+    assert "Wait for it to finish, then run this command again." in message
+    assert "--output-dir" not in message
+
+
 def test_a_lock_held_by_a_live_process_blocks_even_if_its_text_is_empty(tmp_path, child_limit):
     src = Path(output_lock.__file__).resolve().parents[2]
     env = {

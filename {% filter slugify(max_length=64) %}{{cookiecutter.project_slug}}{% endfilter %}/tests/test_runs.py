@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -130,3 +131,101 @@ def test_the_comparison_names_each_run_in_its_legend(tmp_path):
     labels = [text.get_text() for text in error_ax.get_legend().get_texts()]
     assert labels == ["sgd, lr 0.05", "adam, lr 0.002"]
     assert loss_ax.get_yscale() == error_ax.get_yscale() == "log"
+
+
+# --------------------------------------------------------------------------------------------
+# Runs folders as users leave them: other runs' files edited, odd names, runs removed
+
+
+def _fake_run(runs_dir, name, metrics, age=0):
+    """A run folder as training leaves it: last.pt, and ``metrics`` as its metrics.json."""
+    import json
+
+    folder = runs_dir / name
+    folder.mkdir(parents=True)
+    (folder / "last.pt").write_bytes(b"x")
+    text = metrics if isinstance(metrics, str) else json.dumps(metrics)
+    (folder / "metrics.json").write_text(text, encoding="utf-8")
+    stamp = time.time() - 1000 + age
+    os.utime(folder / "last.pt", (stamp, stamp))
+    return folder
+
+
+def _metrics(dataset="synthetic", **config):
+    return {
+        "epochs": [{"epoch": 1, "val_loss": 0.3, "val_accuracy": 0.9}],
+        "within_epochs": [{"epoch": 0.5, "train_loss": 0.6, "train_accuracy": 0.8}],
+        "config": {"dataset": dataset, "optimizer": "sgd", "lr": None, "peak_lr": 0.05, **config},
+    }
+
+
+def test_a_run_whose_metrics_cannot_be_read_is_left_out_with_one_line(tmp_path):
+    runs_dir = tmp_path / "runs"
+    _fake_run(runs_dir, "a-good", _metrics(), age=1)
+    _fake_run(runs_dir, "b-list", "[]", age=2)
+    _fake_run(runs_dir, "c-wrong-type", {**_metrics(), "epochs": "many"}, age=3)
+    _fake_run(runs_dir, "d-wrong-row", {**_metrics(), "epochs": [{"epoch": "1"}]}, age=4)
+    no_lr = _metrics(optimizer="adam")
+    del no_lr["config"]["lr"], no_lr["config"]["peak_lr"]
+    _fake_run(runs_dir, "e-no-lr", no_lr, age=5)
+    _fake_run(runs_dir, "f-lr-text", _metrics(peak_lr="fast"), age=6)
+    _fake_run(runs_dir, "g-garbled", "{not json", age=7)
+    said = []
+    assert runs.compare(runs_dir, said.append) == runs_dir / runs.COMPARE_PNG
+    assert said == [
+        f"note: {name} is left out of compare.png: its metrics.json {why}."
+        for name, why in [
+            ("b-list", "holds no run's metrics"),
+            ("c-wrong-type", "is not one this project writes"),
+            ("d-wrong-row", "is not one this project writes"),
+            ("g-garbled", "cannot be read (JSONDecodeError)"),
+        ]
+    ]
+
+
+def test_a_dollar_in_a_folder_name_is_drawn_as_written(tmp_path):
+    runs_dir = tmp_path / "runs"
+    _fake_run(runs_dir, "one", _metrics(dataset="folder:/data/sh$\\foo$pes"), age=1)
+    _fake_run(runs_dir, "two", _metrics(dataset="folder:/data/$x$", seed=2), age=2)
+    assert runs.compare(runs_dir) == runs_dir / runs.COMPARE_PNG
+    title = "LeNet-5 on your images (sh$\\foo$pes) - cpu"
+    row = {"epoch": 1, "train_loss": 0.5, "train_accuracy": 0.8}
+    figure = reporting.curves_figure([{**row, "val_loss": 0.3, "val_accuracy": 0.9}], title)
+    figure.canvas.draw()  # mathtext would raise here
+    assert figure.texts[0].get_text() == "LeNet-5 on your images (sh\\$\\foo\\$pes) - cpu"
+
+
+def test_a_picture_that_cannot_be_drawn_never_fails_the_run(
+    tmp_path, tiny_dataset, cpu_discovery, capsys, monkeypatch
+):
+    def broken(*args, **kwargs):
+        raise ValueError("no font for this title")
+
+    monkeypatch.setattr(reporting, "plot_curves", broken)
+    cfg = train.TrainConfig(epochs=2, dataset="synthetic", device="cpu", batch_size=256)
+    result = train.train(
+        replace(cfg, runs_dir=tmp_path / "runs"), discovery=cpu_discovery, dataset=tiny_dataset
+    )
+    assert [row["epoch"] for row in result.history] == [1, 2]
+    for name in ("last.pt", "best.pt", "metrics.json"):
+        assert (result.output_dir / name).is_file()
+    out = capsys.readouterr().out
+    note = "note: curves.png could not be drawn (ValueError: no font for this title); "
+    assert out.count(note) == 1  # said once, not every epoch
+
+
+def test_a_run_removed_while_the_runs_are_listed_is_no_crash(tmp_path, monkeypatch):
+    runs_dir = tmp_path / "runs"
+    kept = _fake_run(runs_dir, "kept", _metrics(), age=1)
+    going = _fake_run(runs_dir, "going", _metrics(), age=2)
+    real_stat = type(going).stat
+
+    def removed_right_after(path, *args, **kwargs):  # another process deletes the run
+        found = real_stat(path, *args, **kwargs)
+        if path == going / "last.pt" and os.path.exists(path):
+            path.unlink()
+        return found
+
+    monkeypatch.setattr(type(going), "stat", removed_right_after)
+    assert runs.runs_in(runs_dir) in ([kept], [kept, going])
+    assert runs.compare(runs_dir) in (None, runs_dir / runs.COMPARE_PNG)

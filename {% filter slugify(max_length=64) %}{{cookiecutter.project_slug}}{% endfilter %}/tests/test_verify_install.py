@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -377,6 +378,17 @@ def test_the_real_thing_on_this_machine(child_limit):
     expected = 3 if chosen == "cpu" and accelerator != "cpu" else 0
     assert done.returncode == report["verdict"]["exit_code"] == expected, report["verdict"]
     assert report["smoke_test"]["passed"] and report["timing"]["device_ms"] > 0
+    runtime = [f for f in report["findings"] if f["check"] == "ONNX Runtime"]
+    if importlib.util.find_spec("onnxruntime") is None:  # an environment made without it
+        assert runtime == []
+    else:
+        (finding,) = runtime
+        # ORT-PROVIDER-FAILED: a GPU provider that is listed but cannot start here
+        assert finding["code"] in ("ORT-OK", "ORT-PROVIDER-FAILED"), finding
+        if finding["code"] == "ORT-PROVIDER-FAILED":
+            assert "a session on CPUExecutionProvider" not in finding["found"]
+        else:
+            assert "one inference on" in finding["found"]
     if expected == 3:  # then the report says why the accelerator is not usable
         assert any(u["kind"] == accelerator and u["reason"] for u in report["unavailable"])
 
@@ -447,7 +459,7 @@ REFERENCES = {
 POINTER = re.compile(
     r"\bthe [\w-]+ (?:lines?|fix(?:es)?)\b|\babove\b|\bbelow\b|\bthis line\b", re.IGNORECASE
 )
-ROW = re.compile(r"^  (ok|WARN|FAIL)  (\S.*?)  +(\S.*)$")
+ROW = re.compile(r"^  (ok|WARN|FAIL) +(\S.*?)  +(\S.*)$")  # "ok" is padded to 4 columns
 FIX = re.compile(r"^  \d+\. \[(?:ok|WARN|FAIL) ([^\]]+)\] (.*)$")
 PIP = re.compile(r"`pip install ([^`]*)`")
 

@@ -24,15 +24,17 @@ both kinds, so the training loop is the same for both.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence, Union
 
 import torch
 
 from .datasets import folder, mnist, synthetic
+from .machinery.untrusted import printable
 
 # MNIST statistics (training set, pixel values scaled to 0..1): the usual Normalize constants.
 MNIST_MEAN = 0.1307
@@ -80,7 +82,7 @@ class LoaderSplit:
 
     def __init__(
         self,
-        images: Any,  # the ImageFolder: (uint8 (1, 28, 28), class index) per item
+        images: Any,  # a folder.PictureFolder: (uint8 (1, 28, 28), class index) per item
         order: torch.Tensor,
         device: torch.device | None = None,
         loaders: dict[int, Any] | None = None,
@@ -157,19 +159,17 @@ class Dataset:
     train: AnySplit
     val: AnySplit
     test: AnySplit
+    classes: list[str] | None = None  # a folder's class names; None: the digits 0-9
+    split: dict[str, Any] | None = None  # a folder's split, as checkpoints keep it
+    notes: list[str] = field(default_factory=list)  # folders left out, files skipped
 
     @property
     def synthetic(self) -> bool:
         return self.name == "synthetic"
 
     def to(self, device: torch.device) -> Dataset:
-        return Dataset(
-            self.name,
-            self.description,
-            self.train.to(device),
-            self.val.to(device),
-            self.test.to(device),
-        )
+        moved = (self.train.to(device), self.val.to(device), self.test.to(device))
+        return replace(self, train=moved[0], val=moved[1], test=moved[2])
 
 
 def to_model_input(images_uint8: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -269,28 +269,102 @@ def synthetic_test_digits(size: int | None = None, seed: int = synthetic.SEED) -
     return synthetic_digits(SYNTHETIC_TEST_SIZE if size is None else size, seed + 1_000_003)
 
 
-def load_folder(root: Path) -> Dataset:
-    """Your own images (``datasets/folder.py``): a fixed FOLDER_HELD_OUT of them for
-    validation, as many for test, the rest for training; the same split for every run."""
-    images = folder.image_folder(root)
-    count = len(images)
-    held = max(1, int(round(count * FOLDER_HELD_OUT)))
-    if count < 2 * held + 1:
-        raise folder.FolderUnavailable(
-            f"{root} has {count} images: too few to keep some for validation and test; "
-            "add more (tens per class at least)."
+def split_part(digest: str) -> str:
+    """The part of a picture whose bytes hash to ``digest`` (hex): "val" for the first
+    FOLDER_HELD_OUT of the hash range, "test" for the next as much, else "train". A picture
+    keeps its part whatever else is in the folder, and copies of one picture share theirs."""
+    position = int(digest[:16], 16) / 16**16
+    if position < FOLDER_HELD_OUT:
+        return "val"
+    return "test" if position < 2 * FOLDER_HELD_OUT else "train"
+
+
+def folder_split(digests: Sequence[str]) -> dict[str, list[int]]:
+    """The indices of each part. A part the hash left empty (a folder of a few pictures) takes
+    the training picture nearest to it in the hash range, so that none is empty."""
+    parts: dict[str, list[int]] = {"train": [], "val": [], "test": []}
+    for index, digest in enumerate(digests):
+        parts[split_part(digest)].append(index)
+    for part in ("val", "test"):
+        if not parts[part] and len(parts["train"]) > 1:
+            nearest = min(parts["train"], key=lambda i: digests[i])
+            parts["train"].remove(nearest)
+            parts[part].append(nearest)
+    return parts
+
+
+def split_record(classes: Sequence[str], pictures: Sequence[Any], parts: dict) -> dict:
+    """What a checkpoint keeps of a folder's split: the classes, and per part the count and a
+    hash of its pictures (their content and class), enough to tell that the folder changed."""
+    record: dict[str, Any] = {"classes": list(classes), "rule": "content hash, 10% / 10%"}
+    for part, indices in parts.items():
+        lines = sorted(f"{pictures[i].digest} {pictures[i].label}" for i in indices)
+        digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+        record[part] = {"images": len(indices), "hash": digest}
+    return record
+
+
+def split_change(saved: Any, now: dict[str, Any] | None) -> str | None:
+    """None when a folder holds the pictures a run was trained on (or the data is no folder:
+    ``now`` None); otherwise what changed, in one sentence. ``saved``: the checkpoint's
+    ``split_record``."""
+    if now is None:
+        return None
+    if not isinstance(saved, dict):
+        return (
+            "it does not record which pictures it trained on (an older version saved it), so "
+            "its test pictures cannot be told from its training pictures."
         )
-    order = torch.randperm(count, generator=torch.Generator().manual_seed(12345))
-    val, test = order[:held].sort().values, order[held : 2 * held].sort().values
-    train = order[2 * held :].sort().values
-    classes = ", ".join(images.classes)
+    if saved.get("classes") != now["classes"]:
+        then = saved.get("classes")
+        then_text = ", ".join(map(printable, then)) if isinstance(then, list) else "unknown"
+        return (
+            f"the classes changed since training (then: {then_text}; now: "
+            f"{', '.join(map(printable, now['classes']))}), and the model's outputs are the "
+            "classes it trained on."
+        )
+    changed = [
+        f"{part} {now[part]['images']} now, {_images(saved.get(part))} then"
+        for part in ("train", "val", "test")
+        if not isinstance(saved.get(part), dict) or saved[part].get("hash") != now[part]["hash"]
+    ]
+    if not changed:
+        return None
+    return f"the pictures changed since training ({'; '.join(changed)})."
+
+
+def _images(part: Any) -> str:
+    count = part.get("images") if isinstance(part, dict) else None
+    return str(count) if isinstance(count, int) and not isinstance(count, bool) else "?"
+
+
+def load_folder(root: Path) -> Dataset:
+    """Your own images (``datasets/folder.py``): each picture checked, then FOLDER_HELD_OUT of
+    them for validation, as many for test, the rest for training, chosen by each picture's
+    content (``split_part``): adding or removing pictures moves no other picture."""
+    images, found = folder.image_folder(root)
+    if len(images) < 3:
+        raise folder.FolderUnavailable(
+            f"{printable(root)} has {len(images)} usable images: too few to keep some for "
+            "validation and test; add more (tens per class at least)."
+        )
+    parts = folder_split([picture.digest for picture in images.pictures])
+    train, val, test = (torch.tensor(parts[p], dtype=torch.int64) for p in ("train", "val", "test"))
+    classes = ", ".join(printable(name, 60) for name in images.classes)
     description = (
-        f"your images in {root} ({len(images.classes)} classes: {classes}): "
+        f"your images in {printable(root)} ({len(images.classes)} classes: {classes}): "
         f"{len(train)} train / {len(val)} validation / {len(test)} test, grey 28x28"
     )
     name = folder.PREFIX + str(root)
     splits = (LoaderSplit(images, part) for part in (train, val, test))
-    return Dataset(name, description, *splits)
+    return Dataset(
+        name,
+        description,
+        *splits,
+        classes=list(images.classes),
+        split=split_record(images.classes, images.pictures, parts),
+        notes=folder.scan_notes(found),
+    )
 
 
 def load_test_split(name: str, data_dir: Path = Path("data")) -> tuple[AnySplit, str]:

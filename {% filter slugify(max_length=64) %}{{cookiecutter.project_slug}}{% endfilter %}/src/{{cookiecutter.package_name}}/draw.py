@@ -2,6 +2,7 @@
 
     python -m <package>.draw                       # the latest run's best.pt; opens the browser
     python -m <package>.draw --checkpoint runs/<run>/last.pt --device cpu --no-browser
+    python -m <package>.draw --runtime onnx        # the exported model.onnx, run by ONNX Runtime
 
 Starts a page on this computer only (http://127.0.0.1:<free port>/): draw with the mouse, a
 finger or a pen; the ten probabilities update as you draw, next to the 28x28 image the model
@@ -23,14 +24,20 @@ import torch
 
 from . import data, evaluate
 from .datasets import handwriting
-from .machinery import checkpoints, devices
+from .machinery import checkpoints, devices, onnx_runtime
 from .machinery.cli import HelpFormatter, device_request, safe_console
 from .machinery.page_server import PageServer, RequestError
+from .machinery.untrusted import printable
 from .model import LeNet5, to_device
 
 PAGE = Path(__file__).with_name("draw.html")
 RUNS_DIR = Path("runs")
-MAX_SIDE = 2048  # pixels; the page sends 280x280, a bigger image is refused before decoding
+ONNX_NAME = "model.onnx"  # export.ONNX_NAME (export imports onnx, not needed here)
+MAX_SIDE = 560  # pixels; the page sends 280x280, a bigger image is refused before decoding
+# Pictures decoded at once; other requests wait their turn. Each decode holds a few copies of
+# the picture: fifty at once (a page left open in many tabs, a script) took gigabytes.
+DECODES_AT_ONCE = 2
+_decoding = threading.BoundedSemaphore(DECODES_AT_ONCE)
 
 
 class DrawError(Exception):
@@ -40,9 +47,16 @@ class DrawError(Exception):
 class Reader:
     """One model on one device, shared by every request: one at a time reads with it."""
 
-    def __init__(self, model: torch.nn.Module, device: devices.DeviceOption) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        device: devices.DeviceOption,
+        classes: list[str] | None = None,
+    ) -> None:
         self.model = model.eval()
         self.device = device
+        # What each output means: a folder's class names, or the digits.
+        self.classes = list(classes) if classes else [str(d) for d in range(10)]
         self._lock = threading.Lock()  # a DirectML or CUDA queue is not for concurrent callers
 
     def read(self, canvas: torch.Tensor) -> dict:
@@ -50,14 +64,12 @@ class Reader:
         like MNIST and as drawn, with the 28x28 images the model received."""
         started = time.perf_counter()
         if not handwriting.has_ink(canvas):
-            return {"empty": True, "device": self.device.describe()}
+            return {"empty": True, "device": self.describe(), "classes": self.classes}
         images = torch.stack(
             [handwriting.prepare_like_mnist(canvas), handwriting.shrink_as_drawn(canvas)]
         )
-        with self._lock, torch.no_grad():
-            logits = self.model(data.to_model_input(images[:, None], self.device.device))
-            probabilities = torch.softmax(logits, dim=1).cpu()  # one readback for both
-        answer = {"empty": False, "device": self.device.describe()}
+        probabilities = self.probabilities(images[:, None])
+        answer = {"empty": False, "device": self.describe(), "classes": self.classes}
         for key, image, row in zip(("prepared", "as_drawn"), images, probabilities):
             answer[key] = {
                 "digit": int(row.argmax()),
@@ -66,6 +78,49 @@ class Reader:
             }
         answer["ms"] = round(1000 * (time.perf_counter() - started), 1)
         return answer
+
+    def probabilities(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 (N, 1, 28, 28) -> probabilities (N, 10) on the CPU."""
+        with self._lock, torch.no_grad():
+            logits = self.model(data.to_model_input(images, self.device.device))
+            return torch.softmax(logits, dim=1).cpu()  # one readback for all
+
+    def describe(self) -> str:
+        return self.device.describe()
+
+
+class OnnxReader(Reader):
+    """The exported model, run by ONNX Runtime (``predict.Model``) instead of torch."""
+
+    def __init__(self, model) -> None:
+        self.model = model  # predict.Model: it allows one Run at a time itself
+        self.classes = list(model.classes)  # from the model's metadata
+
+    def probabilities(self, images: torch.Tensor) -> torch.Tensor:
+        logits = self.model.logits(data.to_model_input(images, torch.device("cpu")).numpy())
+        return torch.softmax(torch.from_numpy(logits), dim=1)
+
+    def describe(self) -> str:
+        return onnx_runtime.describe(self.model)
+
+
+def load_onnx_reader(path: Path) -> tuple[OnnxReader, dict]:
+    """``path`` (model.onnx, or a checkpoint whose folder holds one) run by ONNX Runtime, and
+    what it was trained on, as load_reader gives it; DrawError if it cannot be had."""
+    path = Path(path)
+    if path.suffix != ".onnx":
+        path = path.with_name(ONNX_NAME)
+    try:
+        model = onnx_runtime.open_model(path)
+    except onnx_runtime.OnnxError as error:
+        raise DrawError(str(error)) from None
+    reader = OnnxReader(model)
+    dataset = model.metadata.get("dataset", "mnist")
+    # What it was trained on, as a checkpoint says it (trained_on, class_names).
+    state = {"config": {"dataset": dataset}}
+    if dataset.startswith("folder:"):
+        state["data_split"] = {"classes": reader.classes}
+    return reader, state
 
 
 def decode_png(body: bytes) -> torch.Tensor:
@@ -82,9 +137,10 @@ def decode_png(body: bytes) -> torch.Tensor:
             raise RequestError(
                 413, f"The image is {width}x{height}; at most {MAX_SIDE}x{MAX_SIDE} is accepted."
             )
-        paper = Image.new("RGBA", (width, height), "white")
-        paper.alpha_composite(image.convert("RGBA"))
-        grey = paper.convert("L")
+        with _decoding:
+            paper = Image.new("RGBA", (width, height), "white")
+            paper.alpha_composite(image.convert("RGBA"))
+            grey = paper.convert("L")
     except RequestError:
         raise
     except Exception as error:  # Pillow reports damage as OSError, SyntaxError, ValueError...
@@ -138,12 +194,46 @@ def load_reader(path: Path, device: str = "auto", discovery=None) -> tuple[Reade
         raise DrawError(
             f"{path} holds no model; use a best.pt or last.pt of this project."
         ) from None
-    return Reader(model, option), state
+    return Reader(model, option, class_names(state)), state
 
 
 def trained_on(state: dict) -> str:
     config = state.get("config") if isinstance(state.get("config"), dict) else {}
     return str(config.get("dataset", "mnist"))
+
+
+def class_names(state: dict) -> list[str] | None:
+    """The class names a model trained on your own pictures learned (its checkpoint keeps
+    them); None for digits, or when the checkpoint does not say."""
+    split = state.get("data_split")
+    names = split.get("classes") if isinstance(split, dict) else None
+    if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+        return names[:10]
+    return None
+
+
+def trained_on_note(state: dict) -> str | None:
+    """The line that says what the model learned, when it is not MNIST's digits."""
+    name = trained_on(state)
+    if name == "synthetic":
+        return (
+            "this model learned SYNTHETIC digits, not MNIST; handwriting may puzzle it more "
+            "than a model trained on MNIST."
+        )
+    if name.startswith("folder:"):
+        names = class_names(state)
+        if names is None:
+            return (
+                f"this model learned the pictures in {printable(name[len('folder:') :])}, not "
+                "digits, and its checkpoint does not name their classes: the page shows output "
+                "numbers."
+            )
+        listed = ", ".join(printable(n, 40) for n in names)
+        return (
+            f"this model learned your own pictures, not digits: it answers {listed}. Draw "
+            "one of those."
+        )
+    return None
 
 
 def make_server(reader: Reader, port: int = 0) -> PageServer:
@@ -167,7 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         type=device_request,
         default="auto",
-        help="auto, directml[:N], cuda[:N], xpu, mps, cpu",
+        help="auto, directml[:N], cuda[:N], xpu, mps, cpu (torch only)",
+    )
+    parser.add_argument(
+        "--runtime",
+        choices=("torch", "onnx"),
+        default="torch",
+        help="torch: the checkpoint; onnx: the exported model.onnx beside it (or --checkpoint "
+        "FILE.onnx), run by ONNX Runtime on the best execution provider",
     )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     parser.add_argument(
@@ -184,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         path = args.checkpoint or find_model()
-        reader, state = load_reader(path, args.device)
+        if args.runtime == "onnx":
+            reader, state = load_onnx_reader(path)
+            path = path if Path(path).suffix == ".onnx" else Path(path).with_name(ONNX_NAME)
+        else:
+            reader, state = load_reader(path, args.device)
         server = make_server(reader, args.port)
     except DrawError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -200,13 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print(f"Model   : {path}", flush=True)
-    print(f"Device  : {reader.device.describe()} answers", flush=True)
-    if trained_on(state) == "synthetic":
-        print(
-            "Note    : this model learned SYNTHETIC digits, not MNIST; handwriting may "
-            "puzzle it more than a model trained on MNIST.",
-            flush=True,
-        )
+    print(f"Device  : {reader.describe()} answers", flush=True)
+    note = trained_on_note(state)
+    if note is not None:
+        print(f"Note    : {note}", flush=True)
     print(f"The page: {server.url}  (Ctrl+C stops it)", flush=True)
     if not args.no_browser and not webbrowser.open(server.url):
         print("No browser could be opened here: open the address above in one.", flush=True)

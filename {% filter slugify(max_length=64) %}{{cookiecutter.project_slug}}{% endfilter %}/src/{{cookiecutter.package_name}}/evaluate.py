@@ -2,8 +2,12 @@
 
     python -m <package>.evaluate                  # the latest run in runs/: best.pt, else last.pt
     python -m <package>.evaluate --checkpoint runs/last.pt --device cpu
+    python -m <package>.evaluate --onnx runs/<run>/model.onnx   # the exported model, no torch
 
-Writes ``confusion_matrix.png`` and ``test_metrics.json`` beside the checkpoint.
+Writes ``confusion_matrix.png`` and ``test_metrics.json`` beside the checkpoint
+(``confusion_matrix_onnx.png`` and ``test_metrics_onnx.json`` beside an ONNX model). With
+``--onnx`` ONNX Runtime answers, on the best execution provider it has (``--device cpu``: the
+CPU), and the report says which one.
 
 A checkpoint may come from another machine: the data folder it records is only read, never
 created or downloaded into; ``--data-dir`` is where evaluation may download.
@@ -14,15 +18,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from . import data
-from .datasets import mnist
-from .machinery import checkpoints, devices, reporting, runs
+from .datasets import folder, mnist
+from .machinery import checkpoints, devices, onnx_runtime, reporting, runs
 from .machinery.checkpoints import BEST, LAST
 from .machinery.cli import (
     HelpFormatter,
@@ -54,21 +59,32 @@ class Report:
     per_class: list[float]  # accuracy of each true digit
     confusion: list[list[int]]  # rows: true digit, columns: predicted digit
     model: str = ""  # which epoch's model the checkpoint holds, in words
+    classes: list[str] | None = None  # a folder's class names; None: the digits 0-9
+    notes: list[str] = field(default_factory=list)  # skipped files, a changed folder
 
     @property
     def images(self) -> int:
         return sum(sum(row) for row in self.confusion)
 
+    @property
+    def names(self) -> list[str]:
+        """The classes' names: a folder's, or the digits."""
+        return list(self.classes) if self.classes else [str(d) for d in range(NUM_CLASSES)]
+
     def to_dict(self) -> dict:
+        def number(value: float) -> float | None:  # JSON has no NaN: a class without images
+            return None if math.isnan(value) else value
+
         return {
             "checkpoint": str(self.checkpoint),
             "dataset": self.dataset,
             "synthetic": self.dataset == "synthetic",
             "device": self.device,
             "images": self.images,
-            "accuracy": self.accuracy,
+            "accuracy": number(self.accuracy),
             "model": self.model,
-            "per_class_accuracy": {str(d): a for d, a in enumerate(self.per_class)},
+            "classes": self.names,
+            "per_class_accuracy": {name: number(a) for name, a in zip(self.names, self.per_class)},
             "confusion_matrix": self.confusion,
         }
 
@@ -126,34 +142,111 @@ def evaluate_checkpoint(
         data_dir = _mnist_folder(data_dir, state.get("data_dir"), Path(path))
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
+        if dataset is None and folder.folder_path(name) is not None:
+            dataset = data.load_folder(folder.folder_path(name))
         if dataset is None:
             test, description = data.load_test_split(name, data_dir)
+            classes, notes = None, []
         else:
             test, description = dataset.test, dataset.description
+            classes, notes = dataset.classes, list(dataset.notes)
     except (devices.DeviceNotAvailable, mnist.MNISTUnavailable, ValueError) as error:
         raise EvaluationError(str(error)) from error
+    change = data.split_change(state.get("data_split"), dataset.split if dataset else None)
+    if change is not None and change.startswith("the classes"):
+        raise EvaluationError(
+            f"{path} cannot be evaluated on {printable(name)}: {change} Put the class folders "
+            "back as they were, or train a new run on the folder as it is."
+        )
+    if change is not None:
+        notes.append(
+            f"{change} Each picture keeps its part, chosen by its content: pictures added or "
+            "removed move no other picture between training and test."
+            if change.startswith("the pictures")
+            else f"{path}: {change}"
+        )
     model = to_device(LeNet5(), option.device)
     try:
         checkpoints.restore_module(model, state["model"], path)
     except (checkpoints.CheckpointError, KeyError) as error:
         raise EvaluationError(f"{path} holds no usable model: {error}") from error
+    if len(test) == 0:
+        raise EvaluationError(f"{printable(name)} has no test images left to evaluate on.")
     test = test.to(option.device)
     predictions = predict(model, test, batch_size)
-    matrix = confusion_matrix(predictions, test.labels)
-    totals = [sum(row) for row in matrix]
-    per_class = [
-        matrix[d][d] / totals[d] if totals[d] else float("nan") for d in range(NUM_CLASSES)
-    ]
-    accuracy = sum(matrix[d][d] for d in range(NUM_CLASSES)) / max(1, sum(totals))
-    return Report(
+    return _report(
         Path(path),
         name,
         description,
         option.describe(),
-        accuracy,
-        per_class,
-        matrix,
+        predictions,
+        test.labels,
         _which_epoch(state, Path(path)),
+        classes,
+        notes,
+    )
+
+
+def _report(
+    path, name, description, device, predictions, labels, model, classes=None, notes=()
+) -> Report:
+    matrix = confusion_matrix(predictions, labels)
+    totals = [sum(row) for row in matrix]
+    count = len(classes) if classes else NUM_CLASSES
+    per_class = [matrix[d][d] / totals[d] if totals[d] else float("nan") for d in range(count)]
+    accuracy = sum(matrix[d][d] for d in range(NUM_CLASSES)) / max(1, sum(totals))
+    return Report(
+        path, name, description, device, accuracy, per_class, matrix, model, classes, list(notes)
+    )
+
+
+def evaluate_onnx(
+    path: Path,
+    device: str = "auto",
+    data_dir: Path | None = None,
+    batch_size: int = EVAL_BATCH_SIZE,
+    dataset: data.Dataset | None = None,
+) -> Report:
+    """The exported model ``path`` run by ONNX Runtime on the test split of the dataset its
+    metadata names; ``device`` "cpu" keeps it on the CPU, else the best provider answers."""
+    try:
+        model = onnx_runtime.open_model(
+            Path(path), "CPUExecutionProvider" if device == "cpu" else None
+        )
+    except onnx_runtime.OnnxError as error:
+        raise EvaluationError(str(error)) from error
+    name = model.metadata.get("dataset", "mnist")
+    try:
+        if dataset is None and folder.folder_path(name) is not None:
+            dataset = data.load_folder(folder.folder_path(name))
+        if dataset is not None:
+            test, description = dataset.test, dataset.description
+            classes, notes = dataset.classes, list(dataset.notes)
+        else:
+            if name == "mnist":
+                data_dir = _mnist_folder(
+                    data_dir, model.metadata.get("data_dir"), Path(path), "--onnx"
+                )
+            test, description = data.load_test_split(name, data_dir)
+            classes, notes = None, []
+    except (mnist.MNISTUnavailable, ValueError) as error:
+        raise EvaluationError(str(error)) from error
+    outputs = []
+    for images, _ in data.batches(test, batch_size):
+        logits = model.logits(data.to_model_input(images, torch.device("cpu")).numpy())
+        outputs.append(torch.from_numpy(logits.argmax(axis=1)))
+    predictions = torch.cat(outputs) if outputs else torch.zeros(0, dtype=torch.long)
+    trained = model.metadata.get("trained", "")
+    return _report(
+        Path(path),
+        name,
+        description,
+        onnx_runtime.describe(model),
+        predictions,
+        test.labels,
+        f"exported from {trained}" if trained else "",
+        classes,
+        notes,
     )
 
 
@@ -166,11 +259,13 @@ def _has_test_files(folder: Path) -> bool:
     )
 
 
-def _mnist_folder(given: Path | None, recorded: object, checkpoint: Path) -> Path:
+def _mnist_folder(
+    given: Path | None, recorded: object, checkpoint: Path, option: str = "--checkpoint"
+) -> Path:
     """The folder to read the MNIST test files from: ``--data-dir``, or the one the checkpoint
     records, only where it holds the test files already. EvaluationError otherwise."""
     package = __package__ or "<package>"
-    again = f"python -m {package}.evaluate --checkpoint {printable(checkpoint, 300)}"
+    again = f"python -m {package}.evaluate {option} {printable(checkpoint, 300)}"
     again += " --data-dir data"
     if given is not None:
         if Path(given).exists() and not Path(given).is_dir():
@@ -207,42 +302,62 @@ def _which_epoch(state: dict, path: Path) -> str:
 
 
 def format_report(report: Report) -> str:
+    names = report.names
+    shown = [printable(name, 40) for name in names]  # a folder's names are the user's text
+
+    def named(index: int) -> str:
+        return shown[index] if index < len(names) else f"output {index} (no class)"
+
     rows = []
-    for digit in range(NUM_CLASSES):
-        row = report.confusion[digit]
-        wrong = [(count, pred) for pred, count in enumerate(row) if pred != digit and count]
+    for index in range(len(names)):
+        row = report.confusion[index]
+        wrong = [(count, pred) for pred, count in enumerate(row) if pred != index and count]
         worst = max(wrong) if wrong else None
+        accuracy = report.per_class[index]
         rows.append(
             [
-                digit,
+                shown[index],
                 sum(row),
-                row[digit],
-                f"{100 * report.per_class[digit]:.2f}%",
-                f"{worst[1]} ({worst[0]}x)" if worst else "-",
+                row[index],
+                "-" if math.isnan(accuracy) else f"{100 * accuracy:.2f}%",
+                f"{named(worst[1])} ({worst[0]}x)" if worst else "-",
             ]
         )
+    header = "class" if report.classes else "digit"
     table = reporting.format_table(
-        ["digit", "images", "correct", "accuracy", "most often taken for"], rows
+        [header, "images", "correct", "accuracy", "most often taken for"], rows
     )
-    what = (
-        "SYNTHETIC test digits (not MNIST)" if report.dataset == "synthetic" else "MNIST test set"
-    )
+    what = {
+        "synthetic": "SYNTHETIC test digits (not MNIST)",
+        "mnist": "MNIST test set",
+    }.get(report.dataset, f"test part of {printable(reporting.dataset_label(report.dataset))}")
+    notes = "".join(f"note: {note}\n" for note in report.notes)
     return (
         f"Checkpoint: {report.checkpoint}"
         + (f" ({report.model})" if report.model else "")
         + f"\nDevice    : {report.device}\n"
-        f"Data      : {report.description}\n\n{table}\n\n"
+        f"Data      : {report.description}\n{notes}\n{table}\n\n"
         f"Test accuracy: {100 * report.accuracy:.2f}% on the {what} ({report.images} images)"
     )
 
 
-def write_outputs(report: Report, directory: Path) -> list[Path]:
+def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Path]:
+    """test_metrics.json, then the confusion matrix's picture (``suffix`` "_onnx" keeps an
+    ONNX model's apart); a picture that cannot be drawn is a note in ``report.notes``, never a
+    failed evaluation."""
+    metrics = directory / TEST_METRICS_JSON.replace(".json", f"{suffix}.json")
+    text = json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
+    checkpoints.write_text_atomic(metrics, text)
     name = reporting.dataset_label(report.dataset)
     title = f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n{name}, test set"
-    png = reporting.plot_confusion(report.confusion, directory / reporting.CONFUSION_PNG, title)
-    metrics = directory / TEST_METRICS_JSON
-    checkpoints.write_text_atomic(metrics, json.dumps(report.to_dict(), indent=2) + "\n")
-    return [png, metrics]
+    path = directory / reporting.CONFUSION_PNG.replace(".png", f"{suffix}.png")
+    drawn = reporting.draw_safely(
+        lambda: reporting.plot_confusion(report.confusion, path, title, report.classes), path
+    )
+    if isinstance(drawn, str):
+        report.notes.append(drawn)
+        return [metrics]
+    return [drawn, metrics]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -264,7 +379,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="a checkpoint file (default: best.pt, else last.pt, in --output-dir)",
     )
     parser.add_argument(
-        "--device", default="auto", help="auto, directml[:N], cuda[:N], xpu, mps, cpu"
+        "--onnx",
+        type=Path,
+        default=None,
+        metavar="MODEL",
+        help=f"an exported model (python -m {__package__ or '<package>'}.export) to run with "
+        "ONNX Runtime instead of a checkpoint",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="auto, directml[:N], cuda[:N], xpu, mps, cpu (with --onnx: auto or cpu)",
     )
     parser.add_argument(
         "--data-dir",
@@ -288,14 +413,21 @@ def main(argv: list[str] | None = None) -> int:
     safe_console()
     args = build_parser().parse_args(argv)
     try:
-        path = args.checkpoint or find_checkpoint(args.output_dir)
-        report = evaluate_checkpoint(path, args.device, args.data_dir, args.batch_size)
+        if args.onnx is not None and args.checkpoint is not None:
+            raise EvaluationError("Pass --checkpoint or --onnx, not both: each names a model.")
+        if args.onnx is not None:
+            path = args.onnx
+            report = evaluate_onnx(path, args.device, args.data_dir, args.batch_size)
+        else:
+            path = args.checkpoint or find_checkpoint(args.output_dir)
+            report = evaluate_checkpoint(path, args.device, args.data_dir, args.batch_size)
         if args.data_dir is not None and report.dataset == "synthetic":
             write_out(
                 "note: --data-dir is ignored: this checkpoint was trained on synthetic digits, "
                 "which are generated here, not read from a folder."
             )
-        files = write_outputs(report, Path(path).parent)  # saved before any printing
+        suffix = "_onnx" if args.onnx is not None else ""
+        files = write_outputs(report, Path(path).parent, suffix)  # saved before any printing
         write_out(format_report(report))
     except (EvaluationError, checkpoints.CheckpointWriteError) as error:
         write_err(f"error: {error}")

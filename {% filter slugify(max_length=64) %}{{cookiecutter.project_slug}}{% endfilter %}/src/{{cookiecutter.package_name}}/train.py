@@ -227,8 +227,9 @@ def train(
     ``cfg.dataset`` (tests pass small ones); ``explicit`` names the options the user typed."""
     option, found = choose_device(cfg.device, discovery)
     with distributed.processes(option) as option:  # under torchrun: join the other processes
+        chosen = cfg.output_dir is not None  # a refusal names --output-dir only if it was typed
         cfg = run_folder(cfg)  # runs/<time>_<what differs>/, or the latest run for --resume
-        with output_folder(cfg):  # one run at a time per run folder
+        with output_folder(cfg, chosen):  # one run at a time per run folder
             cfg, checkpoint = resumed_settings(cfg, explicit)  # --resume: the saved settings
             if dataset is None:
                 dataset = load_data(cfg.dataset, cfg.data_dir)

@@ -7,9 +7,10 @@
 
     python -m <package>.train --dataset folder:my_shapes
 
-``torchvision.datasets.ImageFolder`` finds the classes (the subfolder names, sorted) and the
-images; each image is turned grey and resized to 28x28, the input LeNet-5 was built for. A
-fixed part of the images is held out for validation and test (``data.load_folder``).
+``folder_scan`` finds the classes (the subfolder names, sorted) and the pictures, and checks
+each one before training; what cannot be used is skipped and named. Each picture is turned
+grey and resized to 28x28, the input LeNet-5 was built for. A fixed part of the pictures is
+held out for validation and test, chosen by each picture's content (``data.load_folder``).
 
 MNIST is small enough to sit on the device as one tensor (``data.py``); a folder of photos
 may not be, and decoding JPEG/PNG files is work for the CPU. So images are read batch by
@@ -22,13 +23,26 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..machinery.untrusted import printable
+from . import folder_scan
+
 PREFIX = "folder:"
 MAX_CLASSES = 10  # LeNet-5 here has 10 outputs (model.NUM_CLASSES)
+MIN_PER_CLASS = 5  # usable pictures per class, or training stops with one sentence
+SKIPPED_SHOWN = 5  # skipped files named one per line; the rest are counted
 SMALL_FOLDER = 2000  # images: below this, worker processes cost more than they save
 
 
 class FolderUnavailable(ValueError):
     """The folder cannot be used; the message says why and what to do."""
+
+
+def one_sentence(error: FolderUnavailable) -> str:
+    """The message alone: a DataLoader worker's error arrives with the worker's traceback
+    around it, and its last line holds the message."""
+    last = str(error).strip().splitlines()[-1] if str(error).strip() else ""
+    prefix = f"{FolderUnavailable.__module__}.{FolderUnavailable.__name__}: "
+    return last[len(prefix) :] if last.startswith(prefix) else last
 
 
 def folder_path(dataset: str) -> Path | None:
@@ -38,40 +52,105 @@ def folder_path(dataset: str) -> Path | None:
     return Path(dataset[len(PREFIX) :]).expanduser()
 
 
-def image_folder(root: Path):
-    """The ImageFolder of ``root``: grey 28x28 uint8 images and their class indices."""
-    from torchvision import datasets, transforms
+class PictureFolder:
+    """The checked pictures of a folder as a dataset: item ``i`` is (uint8 (1, 28, 28), class
+    index), grey and resized as MNIST's digits are. Picklable: spawned DataLoader workers
+    (Windows, macOS) receive it."""
 
+    def __init__(self, root: Path, classes: list[str], pictures: list[folder_scan.Picture]):
+        self.root, self.classes, self.pictures = root, classes, pictures
+        self.targets = [picture.label for picture in pictures]
+
+    def __len__(self) -> int:
+        return len(self.pictures)
+
+    def __getitem__(self, index: int):
+        from PIL import Image
+        from torchvision import transforms
+
+        picture = self.pictures[index]
+        # uint8 like the MNIST tensors, so that ``data.to_model_input`` serves both.
+        transform = transforms.Compose(
+            [
+                transforms.Grayscale(num_output_channels=1),
+                transforms.Resize((28, 28), antialias=True),
+                transforms.PILToTensor(),
+            ]
+        )
+        try:
+            with Image.open(picture.path) as image:
+                grey = transform(image.convert("RGB"))
+        except Exception as error:  # changed since the check before the first epoch
+            raise FolderUnavailable(
+                f"{printable(picture.path)} could not be read any more "
+                f"({printable(str(error), 200)}); it was readable when the run started. "
+                "Put it back, or remove it and start again."
+            ) from None
+        return grey, picture.label
+
+
+def image_folder(root: Path) -> tuple[PictureFolder, folder_scan.Scan]:
+    """The usable pictures of ``root`` (each checked once), and the scan that found them:
+    what was skipped and why, which folders were left out."""
     root = Path(root)
     layout = "one subfolder per class, e.g. cats/ and dogs/, with the images inside"
     if not root.is_dir():
-        raise FolderUnavailable(f"{root} is not a folder: --dataset folder:<path> needs {layout}.")
-    # uint8 like the MNIST tensors, so that ``data.to_model_input`` serves both.
-    transform = transforms.Compose(
-        [
-            transforms.Grayscale(num_output_channels=1),
-            transforms.Resize((28, 28), antialias=True),
-            transforms.PILToTensor(),
-        ]
-    )
-    try:
-        found = datasets.ImageFolder(str(root), transform=transform)
-    except (FileNotFoundError, OSError) as error:  # no class folder, or no image in them
         raise FolderUnavailable(
-            f"No images found in {root}: --dataset folder:<path> needs {layout} "
-            f"(PNG, JPEG, BMP...). ({error})"
+            f"{printable(root)} is not a folder: --dataset folder:<path> needs {layout}."
+        )
+    try:
+        found = folder_scan.scan(root)
+    except OSError as error:
+        raise FolderUnavailable(
+            f"{printable(root)} cannot be read ({error.strerror or error}): --dataset "
+            f"folder:<path> needs {layout}."
         ) from error
+    if not found.pictures:
+        raise FolderUnavailable(
+            f"No images found in {printable(root)}: --dataset folder:<path> needs {layout} "
+            f"(PNG, JPEG, BMP...)." + _skipped_in_short(found)
+        )
     if len(found.classes) < 2:
         raise FolderUnavailable(
-            f"{root} has {len(found.classes)} class folder; a classifier needs at least two "
-            f"({layout})."
+            f"{printable(root)} has {len(found.classes)} class folder; a classifier needs at "
+            f"least two ({layout})."
         )
     if len(found.classes) > MAX_CLASSES:
         raise FolderUnavailable(
-            f"{root} has {len(found.classes)} class folders; this LeNet-5 has {MAX_CLASSES} "
-            f"outputs, so use at most {MAX_CLASSES} (or raise NUM_CLASSES in model.py)."
+            f"{printable(root)} has {len(found.classes)} class folders; this LeNet-5 has "
+            f"{MAX_CLASSES} outputs, so use at most {MAX_CLASSES} (or raise NUM_CLASSES in "
+            "model.py)."
         )
-    return found
+    counts = [0] * len(found.classes)
+    for picture in found.pictures:
+        counts[picture.label] += 1
+    few = [(name, n) for name, n in zip(found.classes, counts) if n < MIN_PER_CLASS]
+    if few:
+        listed = ", ".join(f"{printable(name, 60)} {n}" for name, n in few)
+        raise FolderUnavailable(
+            f"Too few usable pictures in {printable(root)}: {listed}; each class needs at "
+            f"least {MIN_PER_CLASS} (tens are better). Add pictures, or remove the class "
+            "folder." + _skipped_in_short(found)
+        )
+    return PictureFolder(root, found.classes, found.pictures), found
+
+
+def _skipped_in_short(found: folder_scan.Scan) -> str:
+    return f" ({len(found.skipped)} files were skipped.)" if found.skipped else ""
+
+
+def scan_notes(found: folder_scan.Scan, shown: int = SKIPPED_SHOWN) -> list[str]:
+    """What the user should know about the folder's files: one line per folder left out and
+    per file skipped (at most ``shown`` of them, then a count), paths escaped."""
+    notes = []
+    if found.left_out:
+        names = ", ".join(printable(name, 80) for name in found.left_out)
+        notes.append(f"left out (hidden or system folders, not classes): {names}")
+    for skipped in found.skipped[:shown]:
+        notes.append(f"skipped {printable(skipped.path.as_posix())}: {printable(skipped.reason)}")
+    if len(found.skipped) > shown:
+        notes.append(f"... and {len(found.skipped) - shown} more ({len(found.skipped)} skipped)")
+    return notes
 
 
 @dataclass(frozen=True)

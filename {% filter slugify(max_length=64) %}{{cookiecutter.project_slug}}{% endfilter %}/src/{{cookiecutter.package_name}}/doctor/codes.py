@@ -90,5 +90,11 @@ CODES: dict[str, str] = {
     "CPU-FALLBACK-OPERATORS": "Operators of the training step ran on the CPU instead.",
     "TIMING-STEP": "The time of one training step.",
     "TIMING-CPU-FASTER": "The CPU is faster than the device for this model.",
+    # ONNX Runtime (exported models; training does not need it)
+    "ORT-OK": "ONNX Runtime runs a model on its best execution provider.",
+    "ORT-PROVIDER-FAILED": "ONNX Runtime's best execution provider fails; the CPU answers.",
+    "ORT-BROKEN": "ONNX Runtime is installed but does not import, run or compute right.",
+    "ORT-TWO-PACKAGES": "Two ONNX Runtime packages in one environment: they break each other.",
+    "ORT-UNCHECKED": "ONNX Runtime is installed, but onnx (to build the check's model) is not.",
     "INTERNAL-ERROR": "A check failed unexpectedly (a bug to report).",
 }

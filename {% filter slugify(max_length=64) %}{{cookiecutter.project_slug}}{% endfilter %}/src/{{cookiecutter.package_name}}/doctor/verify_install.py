@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 from ..machinery.cli import command, device_request, json_for, safe_console, write_out
 from ..machinery.project import Project, load_project, parse_version
-from . import amd_linux, builds, envcheck, recommend, stepwise
+from . import amd_linux, builds, envcheck, onnx_runtime_check, recommend, stepwise
 from .bounded import describe_error
 from .codes import SCHEMA_VERSION
 from .envcheck import FAIL, OK, WARN, Finding
@@ -698,6 +698,7 @@ def run(request: str = "auto") -> Report:
     report.lap("environment", started)
     report.findings.extend(findings)
     _run_torch(report, project, request)
+    report.findings.extend(onnx_runtime_check.findings())  # exported models; not in the verdict
     report.findings = defer_to_recommendation(report.findings, project, report.recommendation)
     report.seconds = time.perf_counter() - started
     return report

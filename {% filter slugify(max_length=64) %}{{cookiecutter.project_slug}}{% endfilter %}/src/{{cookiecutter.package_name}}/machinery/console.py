@@ -86,6 +86,8 @@ def print_header(run: TrainingRun, found: Discovery, resumed: bool) -> None:
         if missing.installed or missing.kind == accelerator:
             say(f"  note    : {missing.kind} not used: {missing.reason}")
     say(f"  data    : {run.dataset.description}")
+    for note in run.dataset.notes:  # a folder's left-out folders and skipped files
+        say(f"  note    : {note}")
     from .distributed import current
 
     processes = current()

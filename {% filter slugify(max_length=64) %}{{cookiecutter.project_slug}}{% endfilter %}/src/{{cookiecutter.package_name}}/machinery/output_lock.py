@@ -171,14 +171,15 @@ def _holder(lock: Path) -> dict:
     return holder if isinstance(holder, dict) else {}
 
 
-def _in_use(folder: Path, lock: Path, holder: dict) -> OutputFolderInUse:
+def _in_use(folder: Path, lock: Path, holder: dict, chosen: bool) -> OutputFolderInUse:
     pid, host = (printable(holder.get(key, "?"), 100) for key in ("pid", "host"))
     who = f"process {pid} on {host}"
     if "started" in holder:
         who += f", started {printable(holder['started'], 100)}"
+    other = "or choose another --output-dir" if chosen else "then run this command again"
     return OutputFolderInUse(
-        f"Another training run ({who}) is writing to {folder}. Wait for it to finish, or "
-        f"choose another --output-dir. If no such run exists any more, delete {lock}."
+        f"Another training run ({who}) is writing to {folder}. Wait for it to finish, "
+        f"{other}. If no such run exists any more, delete {lock}."
     )
 
 
@@ -195,16 +196,16 @@ def _alive_here(holder: dict) -> bool:
 # ------------------------------------------------------------------------------- the claim
 
 
-def _acquire(folder: Path, lock: Path) -> int:
+def _acquire(folder: Path, lock: Path, chosen: bool) -> int:
     """Open and lock ``lock``; the open descriptor, or OutputFolderInUse."""
     for _ in range(5):
         fd = os.open(str(lock), os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
         try:
             locked = _try_lock(fd)
             if locked is False:
-                raise _in_use(folder, lock, _holder(lock))
+                raise _in_use(folder, lock, _holder(lock), chosen)
             if locked is None and _alive_here(_holder(lock)):
-                raise _in_use(folder, lock, _holder(lock))
+                raise _in_use(folder, lock, _holder(lock), chosen)
             if _same_file(fd, lock):
                 _write_holder(fd)
                 return fd
@@ -213,7 +214,7 @@ def _acquire(folder: Path, lock: Path) -> int:
             os.close(fd)
             raise
         os.close(fd)
-    raise _in_use(folder, lock, _holder(lock))
+    raise _in_use(folder, lock, _holder(lock), chosen)
 
 
 def _release(fd: int, lock: Path) -> None:
@@ -262,24 +263,30 @@ def _stale(path: Path, pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def claim(folder: Path) -> Iterator[None]:
+def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
     """Hold ``folder`` for this run: create it if needed, refuse it if another live run holds
-    it, take it over from a dead one. TrainError when the folder cannot be written."""
+    it, take it over from a dead one. TrainError when the folder cannot be written. ``chosen``:
+    the user named it with --output-dir (else it is a run folder in runs/), which the refusal
+    says accordingly."""
     folder = Path(folder)
     lock = folder / LOCK_NAME
     new_folder = False
     try:
         new_folder = not folder.exists()
         folder.mkdir(parents=True, exist_ok=True)
-        fd = _acquire(folder, lock)
+        fd = _acquire(folder, lock, chosen)
     except OSError as error:  # a name too long, a folder the user may not enter, read-only
         if new_folder:
             with contextlib.suppress(OSError):
                 folder.rmdir()
         reason = error.strerror or str(error)
-        raise TrainError(
-            f"Cannot write to the output directory {printable(folder, 300)} ({reason}). "
+        advice = (
             "Choose another one with --output-dir."
+            if chosen
+            else "Run from a folder you can write to, or name one with --output-dir."
+        )
+        raise TrainError(
+            f"Cannot write to the output directory {printable(folder, 300)} ({reason}). {advice}"
         ) from error
     try:
         yield

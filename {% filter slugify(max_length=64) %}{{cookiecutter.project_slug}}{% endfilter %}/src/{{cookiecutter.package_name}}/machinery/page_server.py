@@ -21,7 +21,8 @@ from typing import Callable, Mapping, Tuple
 
 HOST = "127.0.0.1"
 MAX_BODY_BYTES = 2 * 1024 * 1024
-SOCKET_TIMEOUT_S = 15.0
+SOCKET_TIMEOUT_S = 15.0  # an idle connection (a browser between strokes) is closed after this
+BODY_TIMEOUT_S = 5.0  # a body that stops arriving for this long is the client's fault: 408
 
 
 class RequestError(Exception):
@@ -39,6 +40,7 @@ Pages = Mapping[str, Tuple[bytes, str]]  # path -> (content, content type)
 
 class PageServer(http.server.ThreadingHTTPServer):
     daemon_threads = True  # Ctrl+C does not wait for a browser's idle keep-alive connection
+    request_queue_size = 64  # connections waiting to be accepted; past it they are reset
 
     def __init__(self, pages: Pages, endpoints: Mapping[str, Endpoint], port: int = 0) -> None:
         self.pages = dict(pages)
@@ -170,7 +172,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise RequestError(
                 413, f"The body is {length} bytes; at most {MAX_BODY_BYTES} are accepted."
             )
-        body = self.rfile.read(length)
+        self.connection.settimeout(BODY_TIMEOUT_S)
+        try:
+            body = self.rfile.read(length)
+        except (TimeoutError, OSError):  # socket.timeout is an OSError (and TimeoutError)
+            raise RequestError(
+                408, f"The body stopped arriving before its Content-Length ({length} bytes)."
+            ) from None
+        finally:
+            self.connection.settimeout(SOCKET_TIMEOUT_S)
         if len(body) != length:
             raise RequestError(400, "The body ended before its Content-Length.")
         return body

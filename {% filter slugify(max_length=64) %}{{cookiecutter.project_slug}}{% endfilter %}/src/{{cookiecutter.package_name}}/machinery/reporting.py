@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .checkpoints import CheckpointWriteError, atomic_path, write_text_atomic
+from .untrusted import printable
 
 METRICS_CSV = "metrics.csv"
 METRICS_JSON = "metrics.json"
@@ -76,6 +77,22 @@ def _save(figure, path: Path) -> Path:
     except OSError as error:
         raise CheckpointWriteError(f"Could not write {path}: {error.strerror or error}.") from error
     return path
+
+
+def plain(text: str) -> str:
+    """``text`` as matplotlib shows it literally: a pair of ``$`` would otherwise start
+    mathtext (``sh$\\foo$pes`` fails to draw), and a folder's name is the user's text."""
+    return str(text).replace("$", r"\$")
+
+
+def draw_safely(draw: Any, path: Path) -> Path | str:
+    """``draw()``'s path, or one sentence saying why the picture at ``path`` was not drawn: a
+    picture never costs a run (its checkpoints and metrics are written already)."""
+    try:
+        return draw()
+    except Exception as error:  # matplotlib's ValueError, a full disk, a missing font...
+        reason = printable(f"{type(error).__name__}: {error}".splitlines()[0], 200)
+        return f"{path.name} could not be drawn ({reason}); everything else is saved."
 
 
 def dataset_label(name: str) -> str:
@@ -191,7 +208,7 @@ def curves_figure(
         )
         ax.legend(fontsize=8)
     _style_axes(loss_ax, error_ax, max(epochs, default=1), epochs, bool(within))
-    figure.suptitle(title)
+    figure.suptitle(plain(title))
     figure.tight_layout()
     return figure
 
@@ -237,11 +254,11 @@ def comparison_figure(
                 "o-",
                 color=colour,
                 linewidth=1.8,
-                label=label,
+                label=plain(label),
             )
     _style_axes(loss_ax, error_ax, last, sorted(all_epochs), any_within)
     error_ax.legend(fontsize=8, title="run", title_fontsize=8)
-    figure.suptitle(title)
+    figure.suptitle(plain(title))
     figure.text(
         0.5,
         0.01,
@@ -262,13 +279,19 @@ def plot_comparison(
     return _save(comparison_figure(runs, title), path)
 
 
-def plot_confusion(matrix: Sequence[Sequence[int]], path: Path, title: str) -> Path:
+def plot_confusion(
+    matrix: Sequence[Sequence[int]], path: Path, title: str, classes: Sequence[str] | None = None
+) -> Path:
     """The confusion matrix (``confusion_figure``) as a PNG."""
-    return _save(confusion_figure(matrix, title), path)
+    return _save(confusion_figure(matrix, title, classes), path)
 
 
-def confusion_figure(matrix: Sequence[Sequence[int]], title: str):
+def confusion_figure(
+    matrix: Sequence[Sequence[int]], title: str, classes: Sequence[str] | None = None
+):
     """A 10x10 confusion matrix: rows are true digits, columns predictions, counts in cells.
+    For a folder's ``classes``: one row and column per class, named (the model's other outputs
+    get a column only when it chose them).
 
     The correct predictions on the diagonal are drawn apart, in pale green: on their scale
     (about 1,000 per digit for MNIST) the few errors would be invisible. The errors get
@@ -279,6 +302,14 @@ def confusion_figure(matrix: Sequence[Sequence[int]], title: str):
     figure = _new_figure(6.5, 6)
     ax = figure.subplots()
     counts = np.asarray(matrix, dtype=float)
+    names = [str(d) for d in range(len(counts))]
+    if classes:
+        chosen = [j for j in range(len(counts)) if counts[:, j].any()]  # outputs it answered
+        used = max(len(classes), 1 + max(chosen, default=0))
+        counts = counts[: len(classes), :used]
+        extra = [f"({j})" for j in range(len(classes), used)]
+        counts = np.pad(counts, ((0, used - len(classes)), (0, 0)))
+        names = [plain(printable(name, 20)) for name in classes] + extra
     size = len(counts)
     diagonal = np.eye(size, dtype=bool)
     errors = np.ma.masked_where(diagonal, counts)
@@ -298,13 +329,16 @@ def confusion_figure(matrix: Sequence[Sequence[int]], title: str):
             elif count:
                 colour = "white" if count > worst / 2 else "black"
                 ax.text(j, i, str(count), ha="center", va="center", fontsize=7, color=colour)
+    what = "class" if classes else "digit"
     ax.set(
         xticks=range(size),
         yticks=range(size),
-        xlabel="predicted digit",
-        ylabel="true digit",
-        title=title,
+        xlabel=f"predicted {what}",
+        ylabel=f"true {what}",
+        title=plain(title),
     )
+    ax.set_xticklabels(names, rotation=45 if classes else 0, ha="right" if classes else "center")
+    ax.set_yticklabels(names)
     ax.text(
         0.5,
         -0.13,

@@ -28,6 +28,7 @@ from .cli import MAX_SEED
 from .console import print_epoch, say
 from .optim import OPTIMIZERS, one_cycle_lr
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
+from .untrusted import printable
 
 LAST = checkpoints.LAST
 BEST = checkpoints.BEST
@@ -210,6 +211,7 @@ class TrainingRun:
         self.eval_limit = 1 if cfg.dry_run else None
         self.point_every = max(1, self.steps_per_epoch // POINTS_PER_EPOCH)
         self.compared: Path | None = None
+        self.said: set[str] = set()  # notes already printed (a picture that failed)
         self.title = f"LeNet-5 on {reporting.dataset_label(dataset.name)} - {option.describe()}"
 
     @property
@@ -329,7 +331,8 @@ class TrainingRun:
         test_loss, test_accuracy = test
         cfg, test_split = self.cfg, self.dataset.test
         label = {"synthetic": "SYNTHETIC test digits (not MNIST)", "mnist": "MNIST test set"}.get(
-            self.dataset.name, f"test part of {reporting.dataset_label(self.dataset.name)}"
+            self.dataset.name,
+            f"test part of {printable(reporting.dataset_label(self.dataset.name))}",
         )
         say(
             f"test accuracy {100 * test_accuracy:.2f}% on the {label} "
@@ -371,6 +374,7 @@ class TrainingRun:
             "optimizer": self.optimizer.state_dict(),
             "config": {name: getattr(self.cfg, name) for name in RUN_SETTINGS},
             "data_dir": str(self.cfg.data_dir),  # where evaluate finds the test files
+            "data_split": self.dataset.split,  # a folder's classes and parts; None otherwise
             "epochs_done": self.epochs_done,
             "position": None if position is None else position.to_dict(),
             "history": self.history,
@@ -405,6 +409,11 @@ class TrainingRun:
             raise TrainError(
                 f"{self.last_path} cannot be resumed: {devices.one_line(error)}"
             ) from error
+        change = data.split_change(checkpoint.get("data_split"), self.dataset.split)
+        if change is not None:
+            raise TrainError(
+                f"{self.last_path} cannot be resumed: {change} Start a new run without --resume."
+            )
 
     def save(self, path: Path, position: Position | None = None) -> None:
         if not distributed.is_main():  # under torchrun rank 0 alone writes the run's files
@@ -426,13 +435,29 @@ class TrainingRun:
             config["peak_lr"] = self.cfg.peak_lr  # what a run with the default lr used
             extra = {**(extra or {}), "config": config, "within_epochs": within}
             files = reporting.write_metrics(self.history, self.out, self.dataset.name, extra)
-            curves = self.out / reporting.CURVES_PNG
-            files.append(reporting.plot_curves(self.history, curves, self.title, within))
-            if self.out.resolve().parent == Path(self.cfg.runs_dir).resolve():
-                self.compared = runs.compare(self.out.parent)  # None while it is the only run
         except OSError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
+        # Pictures come last and never stop a run: what failed is said once, the run goes on.
+        curves = self.out / reporting.CURVES_PNG
+        drawn = reporting.draw_safely(
+            lambda: reporting.plot_curves(self.history, curves, self.title, within), curves
+        )
+        files += self._drawn(drawn)
+        if self.out.resolve().parent == Path(self.cfg.runs_dir).resolve():
+            compare_png = self.out.parent / runs.COMPARE_PNG
+            drawn = reporting.draw_safely(lambda: runs.compare(self.out.parent, say), compare_png)
+            shown = self._drawn(drawn)
+            self.compared = shown[0] if shown else None
         return files
+
+    def _drawn(self, drawn: Path | str | None) -> list[Path]:
+        """[the picture], or [] after saying (once per picture) why it was not drawn."""
+        if isinstance(drawn, str):
+            if drawn not in self.said:
+                self.said.add(drawn)
+                say(f"note: {drawn}")
+            return []
+        return [] if drawn is None else [drawn]
 
 
 # --------------------------------------------------------------------------------------------
@@ -538,20 +563,21 @@ def _load(path: Path) -> dict[str, Any]:
     return state
 
 
-def output_folder(cfg: Any) -> ContextManager[None]:
+def output_folder(cfg: Any, chosen: bool = True) -> ContextManager[None]:
     """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
-    which writes no file. Under torchrun rank 0 holds it, and a refusal stops every process."""
+    which writes no file. ``chosen``: the user typed --output-dir. Under torchrun rank 0 holds
+    it, and a refusal stops every process."""
     if cfg.dry_run:
         return contextlib.nullcontext()
     if not distributed.current().many:
-        return output_lock.claim(cfg.output_dir)
-    return _held_by_rank_0(cfg.output_dir)
+        return output_lock.claim(cfg.output_dir, chosen)
+    return _held_by_rank_0(cfg.output_dir, chosen)
 
 
 @contextlib.contextmanager
-def _held_by_rank_0(folder: Path) -> Iterator[None]:
+def _held_by_rank_0(folder: Path, chosen: bool) -> Iterator[None]:
     with contextlib.ExitStack() as held:
-        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder)))
+        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder, chosen)))
         yield
 
 

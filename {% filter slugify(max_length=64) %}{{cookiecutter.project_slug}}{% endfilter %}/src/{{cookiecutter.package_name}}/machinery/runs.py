@@ -16,12 +16,14 @@ Folder names use no ``:`` (Windows forbids it) and sort by time.
 from __future__ import annotations
 
 import datetime as _dt
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from . import reporting
 from .checkpoints import LAST
+from .untrusted import printable
 
 RUNS_DIR = Path("runs")
 COMPARE_PNG = "compare.png"
@@ -41,7 +43,10 @@ _SHORT = {
 
 
 def _say(pattern: str, value: Any) -> str:
-    text = pattern.format(value)
+    try:
+        text = pattern.format(value)
+    except (TypeError, ValueError):  # a setting of another type in a run's metrics.json
+        text = pattern.replace(":g", "").format("?" if value is None else value)
     return text[:-1] if value == 1 and text.endswith("epochs") else text
 
 
@@ -78,14 +83,22 @@ def new_run_folder(runs_dir: Path, name: str) -> Path:
 def runs_in(runs_dir: Path) -> list[Path]:
     """The run folders in ``runs_dir`` (those holding ``last.pt``), oldest first by when
     ``last.pt`` was written. ``runs_dir`` itself counts when it holds one (a run written
-    there by an older version of this project, or with ``--output-dir runs``)."""
+    there by an older version of this project, or with ``--output-dir runs``). A run removed
+    while this looks is left out."""
     runs_dir = Path(runs_dir)
-    if not runs_dir.is_dir():
+    try:
+        candidates = [runs_dir, *sorted(p for p in runs_dir.iterdir() if p.is_dir())]
+    except OSError:  # no runs folder (yet), or one that cannot be listed
         return []
-    candidates = [runs_dir, *sorted(p for p in runs_dir.iterdir() if p.is_dir())]
-    found = [(p / LAST).stat().st_mtime for p in candidates if (p / LAST).is_file()]
-    folders = [p for p in candidates if (p / LAST).is_file()]
-    return [p for _, p in sorted(zip(found, folders), key=lambda pair: pair[0])]
+    found = []
+    for folder in candidates:
+        try:
+            written = (folder / LAST).stat()
+        except OSError:  # no last.pt, or removed meanwhile
+            continue
+        if stat.S_ISREG(written.st_mode):
+            found.append((written.st_mtime, folder))
+    return [folder for _, folder in sorted(found, key=lambda pair: pair[0])]
 
 
 def latest_run(runs_dir: Path) -> Path | None:
@@ -107,17 +120,43 @@ class ComparedRun:
     label: str = ""
 
 
-def _read(folder: Path) -> ComparedRun | None:
+_NUMBERS = ("epoch", "val_loss", "val_accuracy")  # what the picture draws of each epoch
+_WITHIN = ("epoch", "train_loss", "train_accuracy")
+
+
+def _rows(value: Any, fields: Sequence[str]) -> list[dict[str, Any]] | None:
+    """``value`` when it is a list of rows with a number in each of ``fields``, else None."""
+    if not isinstance(value, list):
+        return None
+    for row in value:
+        if not isinstance(row, dict):
+            return None
+        for name in fields:
+            number = row.get(name)
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                return None
+    return value
+
+
+def _read(folder: Path) -> ComparedRun | str | None:
+    """The run's curves from its metrics.json; None for a run without epochs yet; a reason
+    when the file cannot be used (edited by hand, written by other code, half copied)."""
     try:
         metrics = reporting.read_metrics(folder)
-    except (OSError, ValueError):  # a run without metrics yet, or a file edited by hand
+    except FileNotFoundError:  # a run stopped before its first epoch ended
         return None
+    except (OSError, ValueError) as error:
+        return f"its {reporting.METRICS_JSON} cannot be read ({type(error).__name__})"
+    if not isinstance(metrics, dict):
+        return f"its {reporting.METRICS_JSON} holds no run's metrics"
+    epochs = _rows(metrics.get("epochs"), _NUMBERS)
+    within = _rows(metrics.get("within_epochs", []), _WITHIN)
     config = metrics.get("config")
-    if not isinstance(config, dict) or not metrics.get("epochs"):
+    if not isinstance(config, dict) or epochs is None or within is None:
+        return f"its {reporting.METRICS_JSON} is not one this project writes"
+    if not epochs:
         return None
-    return ComparedRun(
-        folder, config, list(metrics["epochs"]), list(metrics.get("within_epochs", []))
-    )
+    return ComparedRun(folder, config, list(epochs), list(within))
 
 
 def label_runs(runs: Sequence[ComparedRun]) -> None:
@@ -139,10 +178,20 @@ def label_runs(runs: Sequence[ComparedRun]) -> None:
             run.label = f"{run.label} ({run.folder.name[:19]})" if names else run.folder.name
 
 
-def compare(runs_dir: Path, limit: int = MAX_COMPARED) -> Path | None:
+def compare(
+    runs_dir: Path, say: Callable[[str], None] | None = None, limit: int = MAX_COMPARED
+) -> Path | None:
     """Draw ``runs_dir/compare.png``: the curves of the latest ``limit`` runs, each labelled by
-    what differs between them. None (and nothing drawn) with fewer than two runs."""
-    found = [r for r in (_read(p) for p in runs_in(runs_dir)) if r is not None][-limit:]
+    what differs between them. None (and nothing drawn) with fewer than two runs. A run whose
+    metrics cannot be used is left out, and ``say`` is told so in one line."""
+    found: list[ComparedRun] = []
+    for folder in runs_in(runs_dir):
+        read = _read(folder)
+        if isinstance(read, str) and say is not None:
+            say(f"note: {printable(folder.name)} is left out of {COMPARE_PNG}: {read}.")
+        elif isinstance(read, ComparedRun):
+            found.append(read)
+    found = found[-limit:]
     if len(found) < 2:
         return None
     label_runs(found)

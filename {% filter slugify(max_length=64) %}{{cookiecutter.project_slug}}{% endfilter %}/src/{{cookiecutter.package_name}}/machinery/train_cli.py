@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import data
+from ..datasets import folder
+from ..datasets.folder import FolderUnavailable
 from . import distributed
 from .cli import (
     HelpFormatter,
@@ -159,4 +161,7 @@ def _main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: t
         if not distributed.keeps_quiet(error):  # under torchrun rank 0 says it, once
             write_err(f"error: {error}")
         return error.exit_code
+    except FolderUnavailable as error:  # a picture changed after the check, mid-epoch
+        write_err(f"error: {folder.one_sentence(error)}")
+        return 2
     return 0

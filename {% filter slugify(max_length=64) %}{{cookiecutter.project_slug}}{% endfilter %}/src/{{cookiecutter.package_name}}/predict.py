@@ -1,0 +1,133 @@
+"""Read digits with the exported model (model.onnx): ONNX Runtime and numpy, nothing else.
+
+Copy this file into your own program, install ``onnxruntime`` (``onnxruntime-directml`` on
+Windows for DirectML) and ``numpy``, then:
+
+    from predict import Model
+    model = Model("model.onnx")               # the best execution provider this machine has
+    print(model.provider)                     # which one answers, e.g. DmlExecutionProvider
+    label, probabilities = model.predict(pixels)[0]   # pixels: uint8 (28, 28) or (N, 28, 28)
+
+The pixels are prepared like the training images: 28x28, a white digit on black, centred
+(``datasets/handwriting.py`` shows how a drawing becomes one). The model file says how to
+normalise them and what the classes are called, so nothing here is specific to MNIST.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+FORMAT = "lenet5-onnx"  # written into the metadata by the project's export command
+# Best first; ONNX Runtime packages contain some of these (onnxruntime-directml: DirectML).
+PREFERRED = (
+    "DmlExecutionProvider",
+    "CUDAExecutionProvider",
+    "ROCMExecutionProvider",
+    "MIGraphXExecutionProvider",
+    "OpenVINOExecutionProvider",
+    "CoreMLExecutionProvider",
+    "CPUExecutionProvider",
+)
+CPU = "CPUExecutionProvider"
+
+
+class ModelError(ValueError):
+    """The file is missing, damaged, or not a model exported by this project."""
+
+
+def best_provider(available: list[str] | None = None) -> str:
+    """The first of PREFERRED that this ONNX Runtime package contains."""
+    available = ort.get_available_providers() if available is None else available
+    return next((name for name in PREFERRED if name in available), CPU)
+
+
+class Model:
+    """An exported model in one ONNX Runtime session. ``provider`` says who answers;
+    ``fallback`` says why the CPU answers instead of a better provider ("" when it does not)."""
+
+    def __init__(self, path: str | Path, provider: str | None = None) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModelError(f"There is no ONNX model at {self.path}.")
+        wanted = provider or best_provider()
+        self.fallback = ""
+        try:
+            self.session = self._session([wanted, CPU] if wanted != CPU else [CPU])
+            self._run(np.zeros(self.shape, np.float32))  # a provider that loads may still fail
+        except ModelError:
+            raise
+        except Exception as error:
+            if wanted == CPU:
+                raise self._damaged(error) from None
+            self.fallback = f"{wanted} failed ({_one_line(error)}); the CPU answers instead"
+            self.session = self._session([CPU])
+        self.provider = self.session.get_providers()[0]
+        if wanted != CPU and self.provider != wanted and not self.fallback:
+            self.fallback = f"{wanted} did not start; the CPU answers instead"
+        meta = self.session.get_modelmeta().custom_metadata_map
+        preparation = json.loads(meta["preparation"])
+        self.classes = json.loads(meta["class_names"])
+        self.mean, self.std = float(preparation["mean"]), float(preparation["std"])
+        self.metadata = meta
+        self._lock = threading.Lock()  # one Run at a time: DirectML sessions require it
+
+    def _session(self, providers: list[str]) -> ort.InferenceSession:
+        options = ort.SessionOptions()
+        if "DmlExecutionProvider" in providers:  # what DirectML requires; else ORT warns
+            options.enable_mem_pattern = False
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        try:
+            session = ort.InferenceSession(str(self.path), options, providers=providers)
+        except Exception as error:
+            if providers == [CPU]:
+                raise self._damaged(error) from None
+            raise
+        inputs, outputs = session.get_inputs(), session.get_outputs()
+        meta = session.get_modelmeta().custom_metadata_map
+        if meta.get("format") != FORMAT or len(inputs) != 1 or len(outputs) != 1:
+            raise ModelError(
+                f"{self.path} is an ONNX model, but not one exported by this project's export "
+                "command (its metadata does not say so); export your checkpoint again."
+            )
+        self.input, self.shape = inputs[0].name, tuple(inputs[0].shape)
+        return session
+
+    def _damaged(self, error: Exception) -> ModelError:
+        return ModelError(
+            f"{self.path} cannot be read by ONNX Runtime: it is damaged or not an ONNX model "
+            f"({_one_line(error)}). Export it again."
+        )
+
+    def _run(self, batch: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {self.input: batch})[0]
+
+    def logits(self, inputs: np.ndarray) -> np.ndarray:
+        """Normalised float32 (N, 1, 28, 28) -> logits (N, classes). The model's input shape
+        is fixed (one image at a time), as DirectML prefers."""
+        rows = [np.asarray(image, np.float32).reshape(self.shape) for image in inputs]
+        with self._lock:
+            if not rows:
+                return np.zeros((0, len(self.classes)), np.float32)
+            return np.concatenate([self._run(row) for row in rows])
+
+    def normalise(self, pixels: np.ndarray) -> np.ndarray:
+        """uint8 (28, 28) or (N, 28, 28), white on black -> the model's input (N, 1, 28, 28)."""
+        images = np.asarray(pixels, np.float32).reshape(-1, 1, *self.shape[-2:])
+        return (images / 255.0 - self.mean) / self.std
+
+    def predict(self, pixels: np.ndarray) -> list[tuple[str, np.ndarray]]:
+        """The class name and the probabilities of every class, for each image."""
+        logits = self.logits(self.normalise(pixels))
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probabilities = exp / exp.sum(axis=1, keepdims=True)
+        return [(self.classes[int(row.argmax())], row) for row in probabilities]
+
+
+def _one_line(error: Exception) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -1,0 +1,247 @@
+"""The trained model exported to ONNX and run by ONNX Runtime: export, predict.py, evaluate
+--onnx and the draw page, on the CPU (the only execution provider every machine has)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from {{ cookiecutter.package_name }} import (
+    draw,
+    evaluate,
+    export,
+)
+from {{ cookiecutter.package_name }}.doctor import (
+    onnx_runtime_check,
+)
+from {{ cookiecutter.package_name }}.machinery import (
+    checkpoints,
+    onnx_runtime,
+)
+from test_draw import drawn_large
+
+# The environment files install both; an environment made otherwise skips these tests (and
+# verify_install says whether ONNX Runtime is there).
+pytestmark = pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("onnx", "onnxruntime")),
+    reason="onnx or onnxruntime is not installed (the environment files name both)",
+)
+
+
+@pytest.fixture(scope="module")
+def predict():
+    """The learner's predict.py (it imports onnxruntime)."""
+    return onnx_runtime.load_predict()
+
+
+@pytest.fixture(scope="module")
+def exported(trained_run, tmp_path_factory):
+    """model.onnx of the trained run's best.pt, in a folder of its own."""
+    folder = tmp_path_factory.mktemp("exported")
+    state = checkpoints.load_checkpoint(trained_run / "best.pt")
+    export.export(state, trained_run / "best.pt", folder / export.ONNX_NAME)
+    return folder / export.ONNX_NAME
+
+
+def test_the_model_file_has_a_fixed_input_the_opset_and_what_a_program_needs(exported, predict):
+    import onnx
+
+    model = onnx.load(str(exported))
+    onnx.checker.check_model(model, full_check=True)
+    meta = {prop.key: prop.value for prop in model.metadata_props}
+
+    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == [1, 1, 28, 28]  # static: no symbolic batch dimension
+    assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [18]
+    assert json.loads(meta["class_names"]) == [str(d) for d in range(10)]
+    preparation = json.loads(meta["preparation"])
+    assert (preparation["mean"], preparation["std"]) == (0.1307, 0.3081)
+    assert meta["format"] == predict.FORMAT == onnx_runtime.FORMAT
+    assert meta["dataset"] == "synthetic" and "epoch" in meta["trained"]
+
+
+def test_onnx_runtime_computes_what_torch_computes(trained_run, exported, tiny_dataset):
+    state = checkpoints.load_checkpoint(trained_run / "best.pt")
+
+    result = export.compare(state, trained_run / "best.pt", exported, tiny_dataset.test)
+
+    assert result.images == 512 and result.provider == "CPUExecutionProvider"
+    assert result.largest_difference < export.TOLERANCE and result.agrees
+    assert result.torch_accuracy > 0.8
+    assert abs(result.torch_accuracy - result.onnx_accuracy) <= export.ACCURACY_TOLERANCE
+
+
+def test_the_command_exports_beside_the_checkpoint_and_reports_the_agreement(
+    trained_run, tmp_path, small_synthetic, capsys
+):
+    checkpoint = tmp_path / "best.pt"
+    checkpoint.write_bytes((trained_run / "best.pt").read_bytes())
+
+    code = export.main(["--checkpoint", str(checkpoint), "--check-images", "200"])
+    out = capsys.readouterr().out
+
+    assert code == 0, out
+    assert (tmp_path / "model.onnx").is_file() and "onnx.checker finds it valid" in out
+    assert "Checked on 200 test images" in out and "So they agree." in out
+    assert "accuracy with PyTorch" in out and "accuracy with ONNX Runtime" in out
+
+
+def test_predict_reads_digits_with_onnx_runtime_and_numpy_alone(exported, tiny_dataset, predict):
+    model = predict.Model(exported, provider=predict.CPU)
+    pixels = tiny_dataset.test.images[:50, 0].numpy()
+
+    answers = model.predict(pixels)
+
+    assert model.provider == "CPUExecutionProvider" and model.fallback == ""
+    right = sum(label == str(int(t)) for (label, _), t in zip(answers, tiny_dataset.test.labels))
+    assert right >= 40
+    assert all(abs(float(p.sum()) - 1.0) < 1e-4 for _, p in answers)
+    assert model.predict(pixels[0])[0][0] == answers[0][0]  # one (28, 28) image works too
+    # The file a learner copies imports nothing but onnxruntime, numpy and the standard library.
+    tree = ast.parse(Path(predict.__file__).read_text(encoding="utf-8"))
+    imported = {
+        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    assert imported <= {"__future__", "json", "threading", "pathlib", "numpy", "onnxruntime"}
+
+
+@pytest.mark.filterwarnings("ignore:Specified provider:UserWarning")  # ONNX Runtime's own note
+def test_a_provider_that_does_not_start_falls_back_to_the_cpu_and_says_so(exported, predict):
+    """A provider asked of a package without it (DirectML of the plain onnxruntime)."""
+    available = predict.ort.get_available_providers()
+    absent = next(name for name in predict.PREFERRED if name not in available)
+    model = predict.Model(exported, provider=absent)
+
+    assert model.provider == "CPUExecutionProvider"
+    assert absent in model.fallback and "the CPU answers" in model.fallback
+    assert "CPU answers instead" in onnx_runtime.describe(model)
+
+
+def test_evaluate_onnx_gives_the_checkpoints_accuracy_and_says_who_answers(
+    trained_run, exported, tiny_dataset, cpu_discovery
+):
+    by_torch = evaluate.evaluate_checkpoint(
+        trained_run / "best.pt", "cpu", discovery=cpu_discovery, dataset=tiny_dataset
+    )
+
+    by_onnx = evaluate.evaluate_onnx(exported, "cpu", dataset=tiny_dataset)
+
+    assert by_onnx.accuracy == pytest.approx(by_torch.accuracy, abs=export.ACCURACY_TOLERANCE)
+    assert by_onnx.images == 512 and by_onnx.device.startswith("ONNX Runtime")
+    assert "CPUExecutionProvider" in evaluate.format_report(by_onnx)
+
+
+def test_the_draw_page_reads_a_drawing_with_onnx_runtime_as_with_torch(
+    trained_run, exported, tiny_dataset, cpu_discovery
+):
+    by_torch, _ = draw.load_reader(trained_run / "best.pt", "cpu", discovery=cpu_discovery)
+    by_onnx, state = draw.load_onnx_reader(exported)
+    canvas = drawn_large(tiny_dataset.test.images[3], 180, 60, 40)
+
+    torch_answer, onnx_answer = by_torch.read(canvas), by_onnx.read(canvas)
+
+    assert draw.trained_on(state) == "synthetic"
+    assert onnx_answer["device"].startswith("ONNX Runtime")
+    for key in ("prepared", "as_drawn"):
+        assert onnx_answer[key]["digit"] == torch_answer[key]["digit"]
+        assert onnx_answer[key]["probabilities"] == pytest.approx(
+            torch_answer[key]["probabilities"], abs=1e-3
+        )
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch 2.9+: the TorchScript exporter
+def test_a_damaged_or_foreign_onnx_file_is_one_clear_sentence(tmp_path, capsys):
+    damaged = tmp_path / "damaged.onnx"
+    damaged.write_bytes(b"not a model")
+    foreign = tmp_path / "foreign.onnx"
+    torch.onnx.export(
+        torch.nn.Linear(4, 2), (torch.zeros(1, 4),), str(foreign), **export._exporter_options()
+    )
+
+    for path, words in (
+        (damaged, "damaged or not an ONNX model"),
+        (foreign, "not one exported by this project"),
+        (tmp_path / "missing.onnx", "Export one from a checkpoint first"),
+    ):
+        code = evaluate.main(["--onnx", str(path)])
+        err = capsys.readouterr().err
+        assert code == 2 and words in err and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_exporting_what_is_no_checkpoint_of_this_project_is_one_clear_sentence(tmp_path, capsys):
+    foreign = tmp_path / "weights.pt"
+    torch.save({"fc.weight": torch.zeros(2)}, foreign)
+
+    code = export.main(["--checkpoint", str(foreign)])
+    err = capsys.readouterr().err
+
+    assert code == 2 and "not a checkpoint written by this project" in err
+    assert not (tmp_path / "model.onnx").exists()
+
+
+def test_without_onnx_runtime_the_message_says_how_to_install_it(exported, monkeypatch, predict):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, predict.__name__)
+
+    with pytest.raises(onnx_runtime.OnnxRuntimeMissing) as raised:
+        onnx_runtime.open_model(exported)
+
+    assert "-m pip install onnxruntime" in str(raised.value)
+    assert sys.executable in str(raised.value)
+
+
+def test_logits_of_no_images_are_an_empty_answer(exported, predict):
+    model = predict.Model(exported, provider=predict.CPU)
+
+    assert model.predict(np.zeros((0, 28, 28), np.uint8)) == []
+
+
+# ---------------------------------------------------------------------------- the doctor
+
+
+def test_the_doctor_runs_one_inference_on_the_best_provider(predict):
+    best = predict.best_provider()
+
+    (finding,) = onnx_runtime_check.findings()
+
+    if best == "CPUExecutionProvider" or finding.code == "ORT-OK":
+        assert (finding.code, finding.status) == ("ORT-OK", "ok")
+        assert f"one inference on {best} gives numpy's answer" in finding.found
+    else:  # a GPU provider this machine's package lists but cannot start (an emulated GPU)
+        assert finding.code == "ORT-PROVIDER-FAILED" and best in finding.found
+
+
+@pytest.mark.filterwarnings("ignore:Specified provider:UserWarning")
+def test_the_doctor_says_when_the_best_provider_does_not_run(monkeypatch, predict):
+    """A provider that the package lists but that cannot start (DirectML on a broken driver)."""
+    monkeypatch.setattr(predict, "best_provider", lambda providers: "DmlExecutionProvider")
+
+    (finding,) = onnx_runtime_check.findings()
+
+    assert finding.code == "ORT-PROVIDER-FAILED" and finding.status == "warn"
+    assert "DmlExecutionProvider" in finding.found and "run on the CPU instead" in finding.found
+
+
+def test_the_doctor_warns_of_two_onnx_runtime_packages_and_is_silent_without_one(monkeypatch):
+    two = ["onnxruntime 1.32.0", "onnxruntime-directml 1.24.4"]
+    monkeypatch.setattr(onnx_runtime_check, "installed_packages", lambda: two)
+    (finding,) = onnx_runtime_check.findings()
+    assert finding.code == "ORT-TWO-PACKAGES"
+    assert "pip uninstall onnxruntime onnxruntime-directml" in finding.fix
+
+    monkeypatch.setattr(onnx_runtime_check, "installed_packages", lambda: [])
+    assert onnx_runtime_check.findings() == []
