@@ -278,6 +278,27 @@ def test_each_process_takes_its_slice_and_together_they_make_the_whole_batch(mon
         assert sorted(torch.cat(together).tolist()) == labels.tolist()  # ... = the 2 batch k's
 
 
+def test_a_folder_is_shared_out_before_its_dataloader_reads_a_picture(monkeypatch):
+    """Your own images: each process's DataLoader reads only its slice of the epoch's order."""
+
+    class Pictures(torch.utils.data.Dataset):
+        targets = [i % 3 for i in range(9)]
+
+        def __len__(self):
+            return 9
+
+        def __getitem__(self, i):
+            return torch.full((1, 28, 28), i, dtype=torch.uint8), self.targets[i]
+
+    split = data.LoaderSplit(Pictures(), torch.arange(9).flip(0))  # reading order 8, 7, ... 0
+    read = []
+    for rank in (0, 1):
+        monkeypatch.setattr(distributed, "_current", distributed.Processes(rank, rank, 2))
+        share = distributed.my_share(split)
+        read.append([int(p) for images, _ in data.batches(share, 2) for p in images[:, 0, 0, 0]])
+    assert read == [[8, 6, 4, 2], [7, 5, 3, 1]]  # the ninth, last in the order, left out
+
+
 def test_a_batch_that_cannot_be_split_evenly_is_refused_with_a_multiple_to_use():
     expected = r"--batch-size 128 .* over 3 processes: use a multiple of 3, such as 126\."
     with pytest.raises(TrainError, match=expected):
