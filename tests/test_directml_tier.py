@@ -132,7 +132,7 @@ def test_the_directml_facts_hold_on_directml_kernels(dml, project, tmp_path):
     print(f"\nDirectML facts under Wine: all {len(HOLDS)} hold; the training run:\n{table}")
 
 
-def test_verify_install_finds_the_real_device_and_says_it_works(dml, project):
+def test_verify_install_says_it_works_on_the_real_device_and_that_it_is_emulated(dml, project):
     result = run_project(dml, project, "-m", f"{package_of(project)}.verify_install", "--json")
     report = json.loads(result.stdout)
     findings = {finding["check"]: finding for finding in report["findings"]}
@@ -145,6 +145,13 @@ def test_verify_install_finds_the_real_device_and_says_it_works(dml, project):
     assert findings["CPU fallback"]["code"] == "CPU-FALLBACK-NONE"
     assert report["timing"]["device"] == "privateuseone:0", report["timing"]
     assert report["timing"]["device_ms"] > 0 and report["timing"]["cpu_ms"] > 0
+    # Measured on the device, and said to be an emulation: no speed claim.
+    emulated = report["timing"]["emulated"]
+    assert emulated.startswith("Wine 8.") and "llvmpipe" in emulated, report["timing"]
+    timing = findings["Timing"]
+    assert timing["status"] == "ok" and timing["code"] == "TIMING-STEP", timing
+    assert f"The device is emulated (a CPU emulating a GPU: {emulated})" in timing["found"]
+    assert "x)" not in timing["found"]  # no device-to-CPU speed ratio
     assert "\\u0000" not in json.dumps(report)  # the NUL that ends DXCore's name is gone
 
 

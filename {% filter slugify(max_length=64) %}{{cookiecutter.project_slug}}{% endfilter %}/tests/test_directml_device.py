@@ -268,7 +268,7 @@ def test_training_on_directml_follows_the_cpu_step_by_step(runs):
     expected = torch.tensor(step_losses(cpu_out)[:STEPS_COMPARED])
     actual = torch.tensor(step_losses(dml_out)[:STEPS_COMPARED])
     print("\nstep  cpu loss  directml loss")
-    for step, (a, b) in enumerate(zip(expected.tolist(), actual.tolist(), strict=True), 1):
+    for step, (a, b) in enumerate(zip(expected.tolist(), actual.tolist()), 1):
         print(f"{step:4d}  {a:.6f}  {b:.6f}")
     print(
         f"test accuracy: cpu {100 * on_cpu.test_accuracy:.2f} %, "
