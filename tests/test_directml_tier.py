@@ -51,6 +51,20 @@ STEPS_COMPARED = 20
 STEP_LOSS_RTOL = 1e-3  # as the generated tests/test_directml_device.py states
 ACCURACY_POINTS = 0.5
 RUN_MARK = "TIER-RUN "
+# docs/checks scripts that run on the device (directml_wheels.py asks PyPI, not a device).
+DEVICE_CHECKS = ["device_names.py", "optimizer_after_to.py", "optimizer_ops.py", "directml_api.py"]
+AGREES = "Agrees with docs/directml.md: yes"
+CHECKS_CHILD = f"""
+import runpy, sys
+for script in sys.argv[1:]:
+    sys.argv = [script]
+    try:
+        runpy.run_path(script, run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    print({RUN_MARK!r} + script + " " + str(code), flush=True)
+"""
 COMMANDS_CHILD = f"""
 import json, sys
 from {{package}} import data, evaluate, train
@@ -195,3 +209,19 @@ def test_training_and_evaluate_on_directml_give_the_cpus_results(dml, project, t
     print("evaluate of the DirectML checkpoint (directml, cpu):", evaluated)
     assert len(evaluated) == 2 and evaluated[0] == evaluated[1], evaluated
     assert evaluated[0].startswith(f"Test accuracy: {accuracy['directml']:.2f}%"), evaluated
+
+
+def test_the_checks_of_docs_directml_md_agree_on_the_device(dml, project):
+    """Each runnable script of docs/checks, on DirectML itself: its verdict is the docs'."""
+    scripts = [f"docs/checks/{name}" for name in DEVICE_CHECKS]
+    result = run_project(dml, project, "-c", CHECKS_CHILD, *scripts)
+    ends = [
+        line[len(RUN_MARK) :] for line in result.stdout.splitlines() if line.startswith(RUN_MARK)
+    ]
+
+    assert ends == [f"{script} 0" for script in scripts], result.output[-4000:]
+    assert result.stdout.count(AGREES) == len(scripts), result.stdout[-4000:]
+    # Those that look for DirectML found it: the device itself was used.
+    assert "DirectML is not available" not in result.stdout
+    assert "DirectML: not available" not in result.stdout
+    assert "On DirectML, " in result.stdout and "model.to('privateuseone')" in result.stdout
