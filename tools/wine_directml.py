@@ -14,25 +14,29 @@ adds, each cached under $TEMPLATE_TEST_CACHE/windows/directml and keyed by its i
   lavapipe every compute result was stale memory.
 - dxcore.dll, built from tools/dxcore/dxcore.c: Wine 8 has no DXCore, which torch-directml
   needs to find an adapter. Keyed by the source and the compiler's version.
-- A Wine prefix of its own with that dxcore.dll in system32, so the plain Windows tier keeps
-  its DXCore-less prefix (and its real "DLL load failed" import error) untouched.
+- d3d12.dll: vkd3d with its DXIL compiler. Wine 8's own D3D12 is vkd3d 1.6, which cannot
+  compile DXIL (shader model 6), and DirectML ships some kernels only as DXIL (cross-entropy,
+  softmax backward, int64 and float64 arithmetic, float add/mul of tensors whose element count
+  is a multiple of 4): there torch raised `RuntimeError: Invalid parameter.` or
+  `device1->CompileGraph(...)`. This builds the vkd3d of Debian's wine 10 source package
+  (libs/vkd3d, vkd3d 1.14, with VKD3D_SHADER_UNSUPPORTED_DXIL) behind the entry points of
+  tools/vkd3d/d3d12_main.c, with the patch in tools/vkd3d. The source comes through
+  `apt-get source` from a deb-src index of Debian 13 kept in this cache (the machine's apt
+  sources stay as they are); headers from wine's IDL files with MinGW-w64's widl, the HLSL
+  parsers with bison and flex. Keyed by the source's version and the recipe.
+- A Wine prefix of its own with those DLLs in system32 (loaded as native: dxcore=n, d3d12=n),
+  so the plain Windows tier keeps its DXCore-less prefix (and its real "DLL load failed"
+  import error) untouched.
 
 In a test:
 
     py = wine_python.setup()
     dml = wine_directml.setup(py)       # a DirectMLWine; dml.run(...) like py.run(...)
-    wine_directml.probe(dml)            # raises DirectMLUnavailable unless ones*2 == 2
+    wine_directml.probe(dml)            # raises DirectMLUnavailable unless ones*2 == 2 and a
+                                        # cross-entropy (a DXIL kernel) is the CPU's
 
-A CPU emulating a GPU: this shows what DirectML's kernels compute, never how fast.
-
-Known walls (Wine 8.0, vkd3d 1.6, Mesa 25.0.7; `caps` prints what D3D12 reports): DirectML
-hands some kernels to D3D12 as DXIL (shader model 6) only, which vkd3d 1.6 cannot compile
-("Skipping DXIL shader model 6+ code chunk"; CreateComputePipelineState returns E_INVALIDARG).
-torch then raises `RuntimeError: Invalid parameter.` for a single operator, or
-`device1->CompileGraph(...)` for a fused graph (cross_entropy, nll_loss, mse_loss). Seen:
-add/mul/div/maximum of two float tensors whose element count is a multiple of 4, int64 and
-float64 arithmetic, casts, bool reductions, log_softmax/softmax backward. Such a C++ error can
-also end in an access violation while Wine unwinds it: always give a run a timeout.
+A CPU emulating a GPU: this shows what DirectML's kernels compute, never how fast. A DirectML
+C++ error can end in an access violation while Wine unwinds it: always give a run a timeout.
 """
 
 from __future__ import annotations
