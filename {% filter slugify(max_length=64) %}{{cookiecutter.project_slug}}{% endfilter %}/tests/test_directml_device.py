@@ -223,10 +223,10 @@ class StopAfterSteps(stopping.StopSignal):
 
 @pytest.fixture(scope="module")
 def runs(dml, tmp_path_factory) -> dict:
-    """Two epochs on small synthetic digits (22 steps an epoch) with the project's training
+    """Two epochs on small synthetic digits (11 steps an epoch) with the project's training
     loop and SGD: on the CPU, on DirectML (its warnings recorded), and on DirectML stopped
     after epoch 1 and resumed."""
-    dataset = data.load_synthetic(train_size=1536, test_size=512, seed=3)
+    dataset = data.load_synthetic(train_size=768, test_size=256, seed=3)
     found = devices.discover(
         probes=[devices.probe_cpu, lambda: devices.probe_directml(isolate=False)]
     )
