@@ -135,7 +135,7 @@ def test_directml_computes_ones_times_two_and_a_dxil_kernel_as_the_cpu(probed):
 
 def test_the_directml_facts_hold_on_directml_kernels(dml, project, tmp_path):
     junit = tmp_path / "junit.xml"
-    args = ["-m", "pytest", "-v", "-s", "-p", "no:cacheprovider", FACTS_FILE]
+    args = ["-m", "pytest", "-v", "-s", "--durations=5", "-p", "no:cacheprovider", FACTS_FILE]
     result = run_project(dml, project, *args, "--junitxml", wine_python.winpath(junit))
     found = outcomes(junit)
 
@@ -143,7 +143,9 @@ def test_the_directml_facts_hold_on_directml_kernels(dml, project, tmp_path):
     failed = {name: verdict for name, verdict in found.items() if verdict != "passed"}
     assert not failed, result.output[-3000:]
     table = result.stdout[result.stdout.find("step  cpu loss") :].split("\n\n")[0]
+    slowest = result.stdout[result.stdout.find("slowest") :].split("\n\n")[0]
     print(f"\nDirectML facts under Wine: all {len(HOLDS)} hold; the training run:\n{table}")
+    print(f"{slowest}\n(the whole Wine call {result.seconds:.0f} s)")
 
 
 def test_verify_install_says_it_works_on_the_real_device_and_that_it_is_emulated(dml, project):
