@@ -9,11 +9,14 @@ on your own device: a failure names the operator your driver cannot run.
 Tolerances: DirectML and the CPU add in different orders, so float32 results agree to
 rounding, not bit for bit: activations within 1e-5, gradients within 1e-5 of the largest
 gradient of their tensor (a near-zero entry has no meaningful relative error), losses within
-1e-4 relative.
+1e-4 relative. Whole training runs drift further apart step by step as those roundings feed
+into the next step: the first 20 steps' losses within 1e-3 relative, the final test accuracy
+within 0.5 points.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import warnings
@@ -28,6 +31,8 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
+    devices,
+    stopping,
 )
 from {{ cookiecutter.package_name }}.machinery.optim import (
     build_optimizer,
@@ -40,6 +45,9 @@ from {{ cookiecutter.package_name }}.model import (
 FALLBACK = "will fall back to run on the CPU"
 CPU = torch.device("cpu")
 BATCH = 8
+STEPS_COMPARED = 20  # the per-step losses compared between the CPU and DirectML
+STEP_LOSS_RTOL = 1e-3
+ACCURACY_POINTS = 0.5
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +204,107 @@ def test_float64_works_only_where_the_device_says_it_does(dml):
     else:
         with pytest.raises(RuntimeError, match="does not support Double"):
             (torch.ones(2, dtype=torch.float64, device=dml) * 2).cpu()
+
+
+class StopAfterSteps(stopping.StopSignal):
+    """Asks to stop after ``steps`` training steps, as a first Ctrl+C would (one check a step)."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps, self.checks = steps, 0
+
+    @property
+    def requested(self) -> bool:
+        self.checks += 1
+        if self.checks == self.steps:
+            self.request()
+        return self._requested
+
+
+@pytest.fixture(scope="module")
+def runs(dml, tmp_path_factory) -> dict:
+    """Two epochs on small synthetic digits (11 steps an epoch) with the project's training
+    loop and SGD: on the CPU, on DirectML (its warnings recorded), and on DirectML stopped
+    after epoch 1 and resumed."""
+    dataset = data.load_synthetic(train_size=768, test_size=256, seed=3)
+    found = devices.discover(
+        probes=[devices.probe_cpu, lambda: devices.probe_directml(isolate=False)]
+    )
+    results = {}
+
+    def config(out, device: str, **changes) -> train.TrainConfig:
+        values = {"epochs": 2, "batch_size": 64, "dataset": "synthetic", "device": device}
+        return train.TrainConfig(output_dir=out, **{**values, **changes})
+
+    def run(name: str, device: str) -> None:
+        out = tmp_path_factory.mktemp(name)
+        results[name] = (out, train.train(config(out, device), discovery=found, dataset=dataset))
+
+    run("cpu", "cpu")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run("directml", "directml")
+    results["fallbacks"] = [str(w.message) for w in caught if FALLBACK in str(w.message)]
+    stopped = tmp_path_factory.mktemp("directml-resumed")
+    cfg = config(stopped, "directml")
+    steps = data.num_batches(len(dataset.train), cfg.batch_size)
+    with pytest.raises(stopping.Interrupted, match="Stopped after epoch 1"):
+        train.train(cfg, stop=StopAfterSteps(steps), discovery=found, dataset=dataset)
+    resumed = config(stopped, "directml", resume=True)
+    results["resumed"] = (stopped, train.train(resumed, discovery=found, dataset=dataset))
+    results["dataset"] = dataset
+    return results
+
+
+def step_losses(out) -> list[float]:
+    """The training loss of each step (metrics.json keeps every step when an epoch has 25
+    or fewer)."""
+    points = json.loads((out / "metrics.json").read_text("utf-8"))["within_epochs"]
+    return [point["train_loss"] for point in points]
+
+
+def test_training_on_directml_follows_the_cpu_step_by_step(runs):
+    (cpu_out, on_cpu), (dml_out, on_dml) = runs["cpu"], runs["directml"]
+    expected = torch.tensor(step_losses(cpu_out)[:STEPS_COMPARED])
+    actual = torch.tensor(step_losses(dml_out)[:STEPS_COMPARED])
+    print("\nstep  cpu loss  directml loss")
+    for step, (a, b) in enumerate(zip(expected.tolist(), actual.tolist()), 1):
+        print(f"{step:4d}  {a:.6f}  {b:.6f}")
+    print(
+        f"test accuracy: cpu {100 * on_cpu.test_accuracy:.2f} %, "
+        f"directml {100 * on_dml.test_accuracy:.2f} %"
+    )
+
+    assert on_dml.device.startswith("directml:0"), on_dml.device
+    assert len(actual) == STEPS_COMPARED
+    assert torch.allclose(actual, expected, rtol=STEP_LOSS_RTOL, atol=0), actual - expected
+    assert abs(on_dml.test_accuracy - on_cpu.test_accuracy) * 100 <= ACCURACY_POINTS
+
+
+def test_the_training_step_runs_every_operator_on_directml(runs):
+    """No CPU fallback warning while training on DirectML with the project's optimizer."""
+    assert runs["fallbacks"] == []
+
+
+def test_a_directml_checkpoint_gives_the_same_answers_on_the_cpu(runs):
+    out, on_dml = runs["directml"]
+    state = checkpoints.load_checkpoint(out / "last.pt")  # map_location="cpu"
+    model = LeNet5()
+    checkpoints.restore_module(model, state["model"], out / "last.pt")
+    test = runs["dataset"].test
+    with torch.no_grad():
+        predicted = model(data.to_model_input(test.images, CPU)).argmax(dim=1)
+    accuracy = float((predicted == test.labels).float().mean())
+
+    assert abs(accuracy - on_dml.test_accuracy) * 100 <= ACCURACY_POINTS
+
+
+def test_a_directml_run_stopped_after_epoch_1_and_resumed_ends_as_the_whole_run(runs):
+    (whole_out, whole), (resumed_out, resumed) = runs["directml"], runs["resumed"]
+    a = checkpoints.load_checkpoint(whole_out / "last.pt")
+    b = checkpoints.load_checkpoint(resumed_out / "last.pt")
+
+    assert step_losses(resumed_out) == step_losses(whole_out)
+    assert resumed.test_accuracy == whole.test_accuracy
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key

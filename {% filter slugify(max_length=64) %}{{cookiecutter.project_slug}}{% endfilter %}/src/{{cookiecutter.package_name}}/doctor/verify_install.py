@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 from ..machinery.cli import command, device_request, json_for, safe_console, write_out
 from ..machinery.project import Project, load_project, parse_version
-from . import amd_linux, builds, envcheck, onnx_runtime_check, recommend, stepwise
+from . import amd_linux, builds, emulation, envcheck, onnx_runtime_check, recommend, stepwise
 from .bounded import describe_error
 from .codes import SCHEMA_VERSION
 from .envcheck import FAIL, OK, WARN, Finding
@@ -887,7 +887,18 @@ def _numbers(
             code="TRAIN-STEP-WARNINGS",
         )
     device_ms = timing["device_ms"]
-    if "cpu_ms" in timing:
+    # A CPU emulating the GPU (Wine on a CPU Vulkan driver): no speed claim may come from it.
+    timing["emulated"] = emulation.emulated_gpu() if device.type == "privateuseone" else None
+    if timing["emulated"] and "cpu_ms" in timing:
+        report.add(
+            "Timing",
+            OK,
+            f"One step of {STEP_BATCH} images: {device_ms:.1f} ms on {device}, "
+            f"{timing['cpu_ms']:.1f} ms on the CPU. The device is emulated (a CPU emulating "
+            f"a GPU: {timing['emulated']}): these times say nothing about a GPU's speed.",
+            code="TIMING-STEP",
+        )
+    elif "cpu_ms" in timing:
         ratio = timing["cpu_ms"] / device_ms if device_ms > 0 else float("inf")
         report.add(
             "Timing",
