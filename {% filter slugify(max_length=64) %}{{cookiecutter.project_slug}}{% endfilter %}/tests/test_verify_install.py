@@ -30,6 +30,8 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.doctor import (
     envcheck,
+    facts,
+    probes,
     recommend,
     stepwise,
     verify_install,
@@ -37,7 +39,7 @@ from {{ cookiecutter.package_name }}.doctor import (
 from {{ cookiecutter.package_name }}.doctor.codes import (
     CODES,
 )
-from {{ cookiecutter.package_name }}.doctor.envcheck import (
+from {{ cookiecutter.package_name }}.doctor.findings import (
     FAIL,
     OK,
     WARN,
@@ -48,6 +50,9 @@ from {{ cookiecutter.package_name }}.doctor.gpus import (
 )
 from {{ cookiecutter.package_name }}.doctor.os_info import (
     OsInfo,
+)
+from {{ cookiecutter.package_name }}.doctor.rules import (
+    packages as package_rules,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
@@ -87,7 +92,7 @@ def project(accelerator="directml"):
 @pytest.fixture
 def machine(monkeypatch):
     """Describe the machine: machine(accelerator, options, unavailable, lenet=..., train=...)."""
-    monkeypatch.setattr(verify_install, "TIMED_STEPS", 1)
+    monkeypatch.setattr(probes, "TIMED_STEPS", 1)
 
     def describe(accelerator="directml", options=(), unavailable=(), lenet=None, trainer=None):
         found = devices.Discovery(list(options) + [CPU], list(unavailable))
@@ -145,7 +150,7 @@ def test_a_device_that_computes_wrong_is_a_broken_install(machine, capsys):
     (smoke,) = findings(report, "Smoke test", FAIL)
     assert "largest relative difference" in smoke["found"] and "--device cpu" in smoke["fix"]
     assert report["smoke_test"]["passed"] is False
-    assert report["smoke_test"]["max_relative_error"] > verify_install.SMOKE_TOLERANCE
+    assert report["smoke_test"]["max_relative_error"] > probes.SMOKE_TOLERANCE
     assert "BROKEN" in report["verdict"]["message"]
 
 
@@ -269,8 +274,8 @@ def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
                    PINS["directml"], "", "venv", stacks=stacks)  # fmt: skip
     error = ModuleNotFoundError("No module named 'tqdm'", name="tqdm")
 
-    default = verify_install.project_import_finding(error, room)
-    other = verify_install.project_import_finding(error, room.for_stack("xpu"))
+    default = package_rules.project_import_finding(error, room)
+    other = package_rules.project_import_finding(error, room.for_stack("xpu"))
 
     assert "`pip install -r requirements.txt`" in default.fix
     assert "`pip install -r environments/xpu.txt`" in other.fix
@@ -339,7 +344,7 @@ def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path,
     ],
 )  # fmt: skip
 def test_installed_packages_against_the_pins(installed, status, text):
-    found, packages = verify_install.check_packages(project(), installed.get)
+    found, packages = package_rules.check_packages(project(), installed.get)
     assert [f.check for f in found] == ["torch", "torch-directml", "torchvision"]
     assert [f.status for f in found] == status
     assert any(text in f.found for f in found)
@@ -673,9 +678,9 @@ def installed_pins(project):
 @pytest.fixture
 def situation(monkeypatch):
     """Print verify_install's text for one situation; returns (exit code, Printed, Project)."""
-    monkeypatch.setattr(verify_install, "TIMED_STEPS", 1)
+    monkeypatch.setattr(probes, "TIMED_STEPS", 1)
     check_environment = envcheck.run_checks
-    check_packages = verify_install.check_packages
+    check_packages = package_rules.check_packages
 
     def describe(name, accelerator, os_facts, gpus, options, unavailable, request, lenet,
                  installed, env_manager, args=()):  # fmt: skip
@@ -705,7 +710,7 @@ def situation(monkeypatch):
             ),
         )
         monkeypatch.setattr(
-            verify_install, "check_packages", lambda project: check_packages(project, packages.get)
+            package_rules, "check_packages", lambda project: check_packages(project, packages.get)
         )
         fake_devices = SimpleNamespace(discover=lambda: found, choose=devices.choose)
         lenet = lenet if isinstance(lenet, type) else DriftingLeNet if lenet else model.LeNet5
@@ -787,15 +792,14 @@ def test_the_reference_check_catches_a_fix_that_points_at_a_missing_line():
 
 
 def test_json_names_the_best_environment_for_a_faked_intel_arc_laptop(machine, capsys, monkeypatch):
-    from {{ cookiecutter.package_name }}.doctor import envcheck
     from {{ cookiecutter.package_name }}.doctor.gpus import Gpu, GpuScan
     from {{ cookiecutter.package_name }}.doctor.os_info import OsInfo
 
     arc = Gpu("Intel(R) Arc(TM) Graphics", 0x8086, 0x7D55, 2**27, "31.0.101.5590", source="DXGI")
     windows = OsInfo("Windows", "10", "10.0.22631", "AMD64", windows_build=22631)
-    monkeypatch.setattr(envcheck.os_info, "detect", lambda: windows)
-    monkeypatch.setattr(envcheck, "scan_gpus", lambda info: GpuScan([arc], source="DXGI"))
-    monkeypatch.setattr(envcheck.recommend, "installed_stack", lambda: "directml")
+    monkeypatch.setattr(facts.os_info, "detect", lambda: windows)
+    monkeypatch.setattr(facts, "scan_gpus", lambda info: GpuScan([arc], source="DXGI"))
+    monkeypatch.setattr(recommend, "installed_stack", lambda: "directml")
     machine(options=[])
 
     code, report = run_json(capsys)
@@ -827,8 +831,8 @@ def test_an_environment_of_another_stack_is_judged_by_that_stacks_pins(
     monkeypatch.setattr(verify_install, "load_project", lambda: room)
     monkeypatch.setattr(verify_install, "active_stack", lambda project=None: "xpu")
     installed = {"torch": "2.14.1+xpu", "torchvision": "0.29.1+xpu"}
-    check = verify_install.check_packages
-    monkeypatch.setattr(verify_install, "check_packages", lambda p: check(p, installed.get))
+    check = package_rules.check_packages
+    monkeypatch.setattr(package_rules, "check_packages", lambda p: check(p, installed.get))
 
     code, report = run_json(capsys)
 
@@ -1204,7 +1208,7 @@ def test_the_build_of_torch_is_checked_as_well_as_its_version(
 ):
     chosen = advice_project(stack, "venv")
     versions = {"torch": torch_version, "torchvision": "0.29.1" + torch_version[6:]}
-    findings, _ = verify_install.check_packages(chosen, versions.get, lambda: version_py)
+    findings, _ = package_rules.check_packages(chosen, versions.get, lambda: version_py)
 
     assert [f.status for f in findings if f.check == "torch"] == [OK]  # the version is right
     (build,) = [f for f in findings if f.check == "torch build"]
@@ -1223,9 +1227,9 @@ def test_a_cuda_build_in_an_xpu_environment_is_a_fail_with_the_fix(machine, caps
     monkeypatch.setattr(verify_install, "load_project", lambda: room)
     monkeypatch.setattr(sys, "prefix", str(Path.home() / "lenet-test" / ".venv-xpu"))
     installed = {"torch": "2.14.1", "torchvision": "0.29.1"}
-    check = verify_install.check_packages
+    check = package_rules.check_packages
     monkeypatch.setattr(
-        verify_install,
+        package_rules,
         "check_packages",
         lambda p: check(p, installed.get, PYPI_LINUX_VERSION_PY.strip),
     )

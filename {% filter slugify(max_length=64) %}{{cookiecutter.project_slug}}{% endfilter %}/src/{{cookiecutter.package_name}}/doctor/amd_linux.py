@@ -5,11 +5,8 @@ its compute interface (KFD) in ``/sys/class/kfd/kfd/topology/nodes/<n>/propertie
 ``key value`` per line; ``gfx_target_version 100301`` is gfx1031 (major, minor and stepping
 as two decimal digits each; the name writes minor and stepping in hex: 90010 is gfx90a).
 
-ROCm runs a GPU only when torch was built for its gfx target (cookiecutter's support table,
-``gfx_targets`` of the rocm stack). Otherwise the first kernel fails with "HIP error: invalid
-device function". A GPU of the same family can borrow a close target's kernels through
-``HSA_OVERRIDE_GFX_VERSION``: widely used for RDNA2 (RX 6600/6700, gfx1031/gfx1032) and the
-RDNA3 iGPUs (Radeon 780M, gfx1103), but not supported by AMD, so the advice says so.
+Whether the pinned ROCm build runs a gfx target, and what to do when it does not, is the
+rule of ``rules/rocm.py``.
 
 ROCm opens ``/dev/kfd`` and the GPU's render node ``/dev/dri/renderD<minor>``; both belong to
 a group (``render``, on older systems ``video``) the user must be in. Tests pass fake trees as
@@ -18,7 +15,6 @@ a group (``render``, on older systems ``video``) the user must be in. Tests pass
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,20 +22,6 @@ from typing import Callable, Iterable
 
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 DEV = Path("/dev")
-
-SUPPORTED, OVERRIDE, UNSUPPORTED, UNKNOWN = "supported", "override", "unsupported", "unknown"
-
-# Targets that run the kernels of a close supported target of the same family, and the
-# HSA_OVERRIDE_GFX_VERSION that says so: the RDNA2 and RDNA3 variants.
-CLOSE_TARGETS = {
-    "gfx1031": ("gfx1030", "10.3.0"),  # RX 6700 XT, 6750 XT
-    "gfx1032": ("gfx1030", "10.3.0"),  # RX 6600, 6650 XT
-    "gfx1033": ("gfx1030", "10.3.0"),  # Van Gogh (Steam Deck)
-    "gfx1034": ("gfx1030", "10.3.0"),  # RX 6500 XT, 6400
-    "gfx1035": ("gfx1030", "10.3.0"),  # Radeon 680M (Rembrandt)
-    "gfx1036": ("gfx1030", "10.3.0"),  # Radeon Graphics of Ryzen 7000 desktop CPUs
-    "gfx1103": ("gfx1100", "11.0.0"),  # Radeon 780M / 760M (Phoenix, Hawk Point)
-}
 
 
 @dataclass(frozen=True)
@@ -100,53 +82,6 @@ def kfd_nodes(root: Path = KFD_NODES) -> list[KfdNode]:
     return found
 
 
-@dataclass(frozen=True)
-class RocmSupport:
-    target: str
-    status: str  # SUPPORTED, OVERRIDE, UNSUPPORTED or UNKNOWN
-    close: str = ""  # the supported target whose kernels run it
-    override: str = ""  # the HSA_OVERRIDE_GFX_VERSION value
-
-    @property
-    def runs(self) -> bool:
-        """ROCm trains on it, officially or with the override."""
-        return self.status in (SUPPORTED, OVERRIDE, UNKNOWN)
-
-
-def rocm_support(target: str, supported: Iterable[str]) -> RocmSupport:
-    supported = set(supported)
-    if not target or not supported:
-        return RocmSupport(target, UNKNOWN)
-    if target in supported:
-        return RocmSupport(target, SUPPORTED)
-    close = CLOSE_TARGETS.get(target)
-    if close and close[0] in supported:
-        return RocmSupport(target, OVERRIDE, *close)
-    return RocmSupport(target, UNSUPPORTED)
-
-
-@functools.lru_cache(maxsize=1)
-def supported_targets() -> tuple[str, ...]:
-    """The gfx targets of the pinned ROCm build, from the project's support table."""
-    try:
-        from ..machinery.project import load_project
-
-        return tuple(load_project().stacks.get("rocm", {}).get("gfx_targets", ()))
-    except Exception:  # no readable project.json: the support of a target is then unknown
-        return ()
-
-
-def override_fix(support: RocmSupport) -> str:
-    """The one fix for a target that runs on a close one's kernels (the GPU line and a kernel
-    failure say it in the same words, so the fixes list shows it once)."""
-    return (
-        f"In the rocm environment, before training: `export HSA_OVERRIDE_GFX_VERSION="
-        f"{support.override}` (add the line to ~/.bashrc, or set it in the run configuration's "
-        "environment variables), then run verify_install again. Unofficial: AMD does not "
-        "support it; if the smoke test still fails, train with `--device cpu`."
-    )
-
-
 # ------------------------------------------------------------------------- device access
 
 
@@ -188,13 +123,3 @@ def device_access(
         elif not can_open(path):
             problems.append(Access(name, group_of(path)))
     return problems
-
-
-def join_groups_fix(denied: Iterable[Access]) -> str:
-    groups = sorted({access.group for access in denied if access.group} or {"render"})
-    groups = sorted(set(groups) | {"video"}) if "render" in groups else groups
-    return (
-        f"Add yourself to the group{'s' if len(groups) > 1 else ''} that may open the GPU: "
-        f"`sudo usermod -aG {','.join(groups)} $USER`, then log out and in again (or "
-        "restart); `groups` then lists it."
-    )

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from . import amd_linux
 from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu
 from .os_info import OsInfo
+from .rules import rocm
 
 WINDOWS, LINUX, WSL2, MACOS, ANY = "Windows", "Linux", "WSL2", "macOS", "any"
 # When two GPUs each have a stack, the discrete GPU wins; between equals, this order.
@@ -68,8 +68,8 @@ def _amdgpu(gpu: Gpu) -> bool:
 def _without_rocm_target(gpu: Gpu) -> bool:
     """AMD on Linux whose gfx target the pinned ROCm build cannot run, not even through a
     close target: ROCm would fail at the first kernel ("invalid device function")."""
-    support = amd_linux.rocm_support(gpu.gfx_target, amd_linux.supported_targets())
-    return gpu.driver != "radeon" and support.status == amd_linux.UNSUPPORTED
+    support = rocm.support_of(None, gpu.gfx_target)
+    return gpu.driver != "radeon" and support.status == rocm.UNSUPPORTED
 
 
 def _not_arc(gpu: Gpu) -> bool:
