@@ -61,6 +61,7 @@ ALWAYS = {
     "src/{pkg}/doctor/report.py",
     "src/{pkg}/doctor/report_files.py",
     "src/{pkg}/doctor/reports.py",
+    "src/{pkg}/doctor/room.py",
     "src/{pkg}/doctor/rules/__init__.py",
     "src/{pkg}/doctor/rules/devices.py",
     "src/{pkg}/doctor/rules/drivers.py",

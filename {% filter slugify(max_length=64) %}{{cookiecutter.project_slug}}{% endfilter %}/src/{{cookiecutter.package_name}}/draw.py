@@ -24,7 +24,7 @@ import torch
 from . import data, evaluate
 from .datasets import handwriting
 from .machinery import checkpoints, devices
-from .machinery.cli import HelpFormatter, device_request, safe_console
+from .machinery.cli import HelpFormatter, device_help, device_request, safe_console
 from .machinery.page_server import PageServer, RequestError
 from .model import LeNet5, to_device
 
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         type=device_request,
         default="auto",
-        help="auto, directml[:N], cuda[:N], xpu, mps, cpu",
+        help=device_help("device the model answers on"),
     )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     parser.add_argument(

@@ -27,6 +27,7 @@ from .machinery.checkpoints import BEST, LAST
 from .machinery.cli import (
     HelpFormatter,
     command,
+    device_help,
     safe_console,
     whole_number,
     write_err,
@@ -263,9 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="a checkpoint file (default: best.pt, else last.pt, in --output-dir)",
     )
-    parser.add_argument(
-        "--device", default="auto", help="auto, directml[:N], cuda[:N], xpu, mps, cpu"
-    )
+    parser.add_argument("--device", default="auto", help=device_help("device to evaluate on"))
     parser.add_argument(
         "--data-dir",
         type=Path,

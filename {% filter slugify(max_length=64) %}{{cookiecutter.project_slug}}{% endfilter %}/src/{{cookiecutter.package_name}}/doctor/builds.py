@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .recommend import stack_of_tag
-
 STACK_NAMES = {"xpu": "XPU", "rocm": "ROCm", "cuda": "CUDA", "cpu": "CPU"}
 
 
@@ -42,6 +40,15 @@ class TorchBuild:
             tag = f"+{self.tag}, " if self.tag else ""
             return f"PyPI's build ({tag}{kind})"
         return f"PyTorch's {kind} build (+{self.tag})"
+
+
+def stack_of_tag(tag: str) -> str | None:
+    """A build tag's stack: 'xpu' -> xpu, 'rocm7.14' -> rocm, 'cu130' -> cuda, 'cpu' -> cpu."""
+    tag = tag.lower()
+    for prefix, stack in (("xpu", "xpu"), ("rocm", "rocm"), ("cu", "cuda"), ("cpu", "cpu")):
+        if tag.startswith(prefix):
+            return stack
+    return None
 
 
 def installed_version(distribution: str) -> str | None:

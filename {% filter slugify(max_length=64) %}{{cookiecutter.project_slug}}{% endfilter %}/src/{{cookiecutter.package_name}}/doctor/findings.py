@@ -46,15 +46,6 @@ class Finding:
         return Finding(self.check, self.status, self.found, fix, self.code, self.role)
 
 
-def about(check: str):
-    """A maker of findings for one subject: ``gpu = about("GPU")`` then ``gpu(OK, ...)``."""
-
-    def make(status: str, found: str, fix: str = "", code: str = "", role: str = "") -> Finding:
-        return Finding(check, status, found, fix, code, role)
-
-    return make
-
-
 def internal_error(what: str) -> Finding:
     """A check that failed unexpectedly: it must never stop the others."""
     return Finding(

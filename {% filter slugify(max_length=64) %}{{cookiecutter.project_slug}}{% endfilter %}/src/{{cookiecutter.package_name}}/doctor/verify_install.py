@@ -31,7 +31,14 @@ import sys
 import time
 from typing import Any, Sequence
 
-from ..machinery.cli import command, device_request, json_for, safe_console, write_out
+from ..machinery.cli import (
+    command,
+    device_help,
+    device_request,
+    json_for,
+    safe_console,
+    write_out,
+)
 from ..machinery.project import Project, load_project
 from . import envcheck, probes, recommend
 from .bounded import describe_error
@@ -281,8 +288,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--device",
         type=device_request,
         default="auto",
-        help="device to test: auto (default: what training picks), directml, directml:N, "
-        "cuda, cuda:N, xpu, mps or cpu",
+        help=device_help("device to test", "default: auto, what training picks"),
     )
     return parser.parse_args(argv)
 

@@ -17,6 +17,7 @@ from .. import data
 from .cli import (
     HelpFormatter,
     command,
+    device_help,
     non_negative_float,
     positive_float,
     positive_int,
@@ -88,7 +89,7 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
     add(
         "--device",
         default=defaults.device,
-        help="auto, directml, directml:N, cuda, cuda:N, xpu, mps or cpu",
+        help=device_help("device to train on"),
     )
     add(
         "--data-dir",
