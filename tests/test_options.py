@@ -90,6 +90,7 @@ ALWAYS = {
     "src/{pkg}/machinery/project.py",
     "src/{pkg}/machinery/reporting.py",
     "src/{pkg}/machinery/run.py",
+    "src/{pkg}/machinery/run_setup.py",
     "src/{pkg}/machinery/runs.py",
     "src/{pkg}/machinery/stopping.py",
     "src/{pkg}/machinery/train_cli.py",

@@ -41,6 +41,8 @@ from .machinery.run import (
     EpochTraining,
     RunResult,
     TrainingRun,
+)
+from .machinery.run_setup import (
     choose_device,
     load_data,
     output_folder,
