@@ -7,6 +7,10 @@ PowerShell or /sys/class/drm report them); the decisions run for real.
 from __future__ import annotations
 
 import datetime
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -436,3 +440,39 @@ def test_format_findings_shows_status_check_and_numbered_fixes_once():
 
 def test_format_findings_without_fixes_has_no_fix_section():
     assert "Fixes" not in render.format_findings([Finding("Python", OK, "fine")])
+
+
+# Imports each module of the doctor first, in a fresh tree of the package, and then checks
+# that none of them brought torch along.
+FIRST_IMPORTS = """
+import importlib, sys
+package, names = sys.argv[1], sys.argv[2:]
+for name in names:
+    for loaded in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[loaded]
+    importlib.import_module(name)
+print("torch" in sys.modules)
+"""
+
+
+def test_every_module_of_the_doctor_imports_first_without_torch(child_limit):
+    """The generator's hook imports the doctor before torch exists, and any module may be the
+    first one a command or a script imports: an import cycle would show only then."""
+    doctor = Path(envcheck.__file__).resolve().parent
+    package = envcheck.__name__.split(".")[0]
+    names = sorted(
+        ".".join((package, *path.relative_to(doctor.parent).with_suffix("").parts))
+        for path in doctor.rglob("*.py")
+        if path.name != "__init__.py"
+    )
+    source = str(doctor.parents[1])
+    paths = [source, os.environ.get("PYTHONPATH", "")]
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_IMPORTS, package, *names],
+        capture_output=True,
+        text=True,
+        timeout=child_limit,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False"]

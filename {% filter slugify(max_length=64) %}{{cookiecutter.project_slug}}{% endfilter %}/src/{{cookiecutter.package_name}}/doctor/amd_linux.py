@@ -5,8 +5,10 @@ its compute interface (KFD) in ``/sys/class/kfd/kfd/topology/nodes/<n>/propertie
 ``key value`` per line; ``gfx_target_version 100301`` is gfx1031 (major, minor and stepping
 as two decimal digits each; the name writes minor and stepping in hex: 90010 is gfx90a).
 
-Whether the pinned ROCm build runs a gfx target, and what to do when it does not, is the
-rule of ``rules/rocm.py``.
+ROCm runs a GPU only when torch was built for its gfx target (cookiecutter's support table,
+``gfx_targets`` of the rocm stack); a GPU of the same family can borrow a close target's
+kernels through ``HSA_OVERRIDE_GFX_VERSION`` (``CLOSE_TARGETS``). ``support_of`` says which;
+what to tell the user about it is the rule of ``rules/rocm.py``.
 
 ROCm opens ``/dev/kfd`` and the GPU's render node ``/dev/dri/renderD<minor>``; both belong to
 a group (``render``, on older systems ``video``) the user must be in. Tests pass fake trees as
@@ -15,13 +17,68 @@ a group (``render``, on older systems ``video``) the user must be in. Tests pass
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from ..machinery.project import Project
 
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 DEV = Path("/dev")
+
+
+SUPPORTED, OVERRIDE, UNSUPPORTED, UNKNOWN = "supported", "override", "unsupported", "unknown"
+
+# Targets that run the kernels of a close supported target of the same family, and the
+# HSA_OVERRIDE_GFX_VERSION that says so: the RDNA2 and RDNA3 variants.
+CLOSE_TARGETS = {
+    "gfx1031": ("gfx1030", "10.3.0"),  # RX 6700 XT, 6750 XT
+    "gfx1032": ("gfx1030", "10.3.0"),  # RX 6600, 6650 XT
+    "gfx1033": ("gfx1030", "10.3.0"),  # Van Gogh (Steam Deck)
+    "gfx1034": ("gfx1030", "10.3.0"),  # RX 6500 XT, 6400
+    "gfx1035": ("gfx1030", "10.3.0"),  # Radeon 680M (Rembrandt)
+    "gfx1036": ("gfx1030", "10.3.0"),  # Radeon Graphics of Ryzen 7000 desktop CPUs
+    "gfx1103": ("gfx1100", "11.0.0"),  # Radeon 780M / 760M (Phoenix, Hawk Point)
+}
+
+
+@dataclass(frozen=True)
+class RocmSupport:
+    target: str
+    status: str  # SUPPORTED, OVERRIDE, UNSUPPORTED or UNKNOWN
+    close: str = ""  # the supported target whose kernels run it
+    override: str = ""  # the HSA_OVERRIDE_GFX_VERSION value
+
+    @property
+    def runs(self) -> bool:
+        """ROCm trains on it, officially or with the override."""
+        return self.status in (SUPPORTED, OVERRIDE, UNKNOWN)
+
+
+def rocm_support(target: str, supported: Iterable[str]) -> RocmSupport:
+    supported = set(supported)
+    if not target or not supported:
+        return RocmSupport(target, UNKNOWN)
+    if target in supported:
+        return RocmSupport(target, SUPPORTED)
+    close = CLOSE_TARGETS.get(target)
+    if close and close[0] in supported:
+        return RocmSupport(target, OVERRIDE, *close)
+    return RocmSupport(target, UNSUPPORTED)
+
+
+@functools.lru_cache(maxsize=1)
+def supported_targets() -> tuple[str, ...]:
+    """The gfx targets of the pinned ROCm build, from the project's support table."""
+    try:
+        from ..machinery.project import load_project
+
+        return tuple(load_project().stacks.get("rocm", {}).get("gfx_targets", ()))
+    except Exception:  # no readable project.json: the support of a target is then unknown
+        return ()
 
 
 @dataclass(frozen=True)
@@ -80,6 +137,13 @@ def kfd_nodes(root: Path = KFD_NODES) -> list[KfdNode]:
             )
         )
     return found
+
+
+def support_of(project: Project | None, target: str) -> RocmSupport:
+    """How the project's pinned ROCm build runs ``target``: the project's support table, else
+    the one of project.json."""
+    stacks = project.stacks if project is not None else {}
+    return rocm_support(target, stacks.get("rocm", {}).get("gfx_targets") or supported_targets())
 
 
 # ------------------------------------------------------------------------- device access

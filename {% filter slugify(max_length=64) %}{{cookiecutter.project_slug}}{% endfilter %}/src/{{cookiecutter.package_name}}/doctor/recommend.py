@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from . import amd_linux
 from .builds import stack_of_tag
 from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu
 from .os_info import OsInfo
-from .rules import rocm
 
 WINDOWS, LINUX, WSL2, MACOS, ANY = "Windows", "Linux", "WSL2", "macOS", "any"
 # When two GPUs each have a stack, the discrete GPU wins; between equals, this order.
@@ -69,8 +69,8 @@ def _amdgpu(gpu: Gpu) -> bool:
 def _without_rocm_target(gpu: Gpu) -> bool:
     """AMD on Linux whose gfx target the pinned ROCm build cannot run, not even through a
     close target: ROCm would fail at the first kernel ("invalid device function")."""
-    support = rocm.support_of(None, gpu.gfx_target)
-    return gpu.driver != "radeon" and support.status == rocm.UNSUPPORTED
+    support = amd_linux.support_of(None, gpu.gfx_target)
+    return gpu.driver != "radeon" and support.status == amd_linux.UNSUPPORTED
 
 
 def _not_arc(gpu: Gpu) -> bool:

@@ -5,7 +5,7 @@ shared GPUs, no GPU at all."""
 from __future__ import annotations
 
 from ...machinery.project import Project
-from .. import recommend
+from .. import amd_linux, recommend
 from ..findings import INSTALLS_BACKEND, OK, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
@@ -63,9 +63,9 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
             )
         elif gpu.vendor_id == AMD:
             amdgpu = True
-            support = rocm.support_of(project, gpu.gfx_target)
+            support = amd_linux.support_of(project, gpu.gfx_target)
             findings += rocm.target_findings(project, gpu, support)
-            if accelerator != "rocm" and support.status != rocm.UNSUPPORTED:
+            if accelerator != "rocm" and support.status != amd_linux.UNSUPPORTED:
                 fix = _backend_fix(project, "rocm", best)
                 findings.append(
                     Finding(

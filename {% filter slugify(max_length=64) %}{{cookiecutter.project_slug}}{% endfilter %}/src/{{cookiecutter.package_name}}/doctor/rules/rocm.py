@@ -1,4 +1,5 @@
-"""Rules about ROCm on Linux: whether the pinned ROCm build runs an AMD GPU's gfx target, the
+"""Rules about ROCm on Linux: whether the pinned ROCm build runs an AMD GPU's gfx target (the
+facts, with the table of close targets, are ``amd_linux.support_of``'s), the
 HSA_OVERRIDE_GFX_VERSION that lets a close target's kernels run it, the same rule when a kernel
 fails at run time ("invalid device function"), and the device files ROCm must open.
 
@@ -12,13 +13,11 @@ Standard library only.
 
 from __future__ import annotations
 
-import functools
 import os
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ...machinery.project import Project
-from ..amd_linux import Access
+from ..amd_linux import OVERRIDE, SUPPORTED, UNSUPPORTED, Access, RocmSupport, support_of
 from ..findings import OK, WARN, Finding
 from ..gpus import Gpu, GpuScan
 from .environment import stack_files
@@ -31,56 +30,6 @@ CODES = {
     "ROCM-INVALID-DEVICE-FUNCTION": "ROCm has no kernels for this GPU's gfx target.",
 }
 
-SUPPORTED, OVERRIDE, UNSUPPORTED, UNKNOWN = "supported", "override", "unsupported", "unknown"
-
-# Targets that run the kernels of a close supported target of the same family, and the
-# HSA_OVERRIDE_GFX_VERSION that says so: the RDNA2 and RDNA3 variants.
-CLOSE_TARGETS = {
-    "gfx1031": ("gfx1030", "10.3.0"),  # RX 6700 XT, 6750 XT
-    "gfx1032": ("gfx1030", "10.3.0"),  # RX 6600, 6650 XT
-    "gfx1033": ("gfx1030", "10.3.0"),  # Van Gogh (Steam Deck)
-    "gfx1034": ("gfx1030", "10.3.0"),  # RX 6500 XT, 6400
-    "gfx1035": ("gfx1030", "10.3.0"),  # Radeon 680M (Rembrandt)
-    "gfx1036": ("gfx1030", "10.3.0"),  # Radeon Graphics of Ryzen 7000 desktop CPUs
-    "gfx1103": ("gfx1100", "11.0.0"),  # Radeon 780M / 760M (Phoenix, Hawk Point)
-}
-
-
-@dataclass(frozen=True)
-class RocmSupport:
-    target: str
-    status: str  # SUPPORTED, OVERRIDE, UNSUPPORTED or UNKNOWN
-    close: str = ""  # the supported target whose kernels run it
-    override: str = ""  # the HSA_OVERRIDE_GFX_VERSION value
-
-    @property
-    def runs(self) -> bool:
-        """ROCm trains on it, officially or with the override."""
-        return self.status in (SUPPORTED, OVERRIDE, UNKNOWN)
-
-
-def rocm_support(target: str, supported: Iterable[str]) -> RocmSupport:
-    supported = set(supported)
-    if not target or not supported:
-        return RocmSupport(target, UNKNOWN)
-    if target in supported:
-        return RocmSupport(target, SUPPORTED)
-    close = CLOSE_TARGETS.get(target)
-    if close and close[0] in supported:
-        return RocmSupport(target, OVERRIDE, *close)
-    return RocmSupport(target, UNSUPPORTED)
-
-
-@functools.lru_cache(maxsize=1)
-def supported_targets() -> tuple[str, ...]:
-    """The gfx targets of the pinned ROCm build, from the project's support table."""
-    try:
-        from ...machinery.project import load_project
-
-        return tuple(load_project().stacks.get("rocm", {}).get("gfx_targets", ()))
-    except Exception:  # no readable project.json: the support of a target is then unknown
-        return ()
-
 
 def override_fix(support: RocmSupport) -> str:
     """The one fix for a target that runs on a close one's kernels (the GPU line and a kernel
@@ -91,13 +40,6 @@ def override_fix(support: RocmSupport) -> str:
         "environment variables), then run verify_install again. Unofficial: AMD does not "
         "support it; if the smoke test still fails, train with `--device cpu`."
     )
-
-
-def support_of(project: Project | None, target: str) -> RocmSupport:
-    """How the project's pinned ROCm build runs ``target``: the project's support table, else
-    the one of project.json."""
-    stacks = project.stacks if project is not None else {}
-    return rocm_support(target, stacks.get("rocm", {}).get("gfx_targets") or supported_targets())
 
 
 def target_findings(project: Project, gpu: Gpu, support: RocmSupport) -> list[Finding]:
