@@ -21,6 +21,9 @@ from {{ cookiecutter.package_name }}.doctor import (
     reports,
     verify_install,
 )
+from {{ cookiecutter.package_name }}.doctor.report import (
+    Report,
+)
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     cli,
@@ -126,7 +129,7 @@ def test_training_with_stdout_closed_from_the_start(
 @pytest.fixture
 def quick_report(monkeypatch):
     """verify_install's checks replaced by a finished report: only the output is tested."""
-    report = verify_install.Report(project={"name": "LeNet test", "accelerator": "cpu"})
+    report = Report(project={"name": "LeNet test", "accelerator": "cpu"})
     report.exit_code, report.verdict = verify_install.EXIT_OK, "WORKS: this machine trains."
     monkeypatch.setattr(verify_install, "run", lambda device: report)
     return report

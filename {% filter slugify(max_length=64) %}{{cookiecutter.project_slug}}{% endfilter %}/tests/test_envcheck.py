@@ -7,13 +7,19 @@ PowerShell or /sys/class/drm report them); the decisions run for real.
 from __future__ import annotations
 
 import datetime
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from {{ cookiecutter.package_name }}.doctor import (
     envcheck,
+    facts,
+    render,
 )
-from {{ cookiecutter.package_name }}.doctor.envcheck import (
+from {{ cookiecutter.package_name }}.doctor.findings import (
     FAIL,
     OK,
     WARN,
@@ -25,6 +31,13 @@ from {{ cookiecutter.package_name }}.doctor.gpus import (
 )
 from {{ cookiecutter.package_name }}.doctor.os_info import (
     OsInfo,
+)
+from {{ cookiecutter.package_name }}.doctor.rules import (
+    gpus as gpu_rules,
+)
+from {{ cookiecutter.package_name }}.doctor.rules import (
+    python,
+    system,
 )
 from {{ cookiecutter.package_name }}.machinery.project import (
     Project,
@@ -105,7 +118,7 @@ def only(findings, status, check=None):
 
 
 def test_python_3_13_with_directml_fails_and_says_there_is_no_wheel():
-    findings = envcheck.check_python(project(), (3, 13, 1), 64)
+    findings = python.check_python(project(), (3, 13, 1), 64)
     finding = only(findings, FAIL, "Python")
     assert "3.13.1" in finding.found and "no 3.13 wheel" in finding.found
     assert "Python 3.11" in finding.fix and "environment.yml" in finding.fix
@@ -119,29 +132,29 @@ def test_python_3_13_with_directml_fails_and_says_there_is_no_wheel():
     ],
 )
 def test_a_new_environment_is_made_from_the_file_the_project_has(env_manager, told, not_told):
-    fix = only(envcheck.check_python(project(env_manager=env_manager), (3, 13, 1), 64), FAIL).fix
+    fix = only(python.check_python(project(env_manager=env_manager), (3, 13, 1), 64), FAIL).fix
     assert told in fix and not_told not in fix
     assert "-m venv .venv" in fix if env_manager == "venv" else "venv" not in fix
 
 
 def test_python_in_range_is_ok_and_names_the_range():
-    findings = envcheck.check_python(project(), (3, 12, 4), 64)
+    findings = python.check_python(project(), (3, 12, 4), 64)
     assert statuses(findings) == [OK]
     assert "3.8 to 3.12" in findings[0].found
 
 
 def test_python_3_9_is_too_old_for_the_cuda_stack():
-    finding = only(envcheck.check_python(project("cuda"), (3, 9, 18), 64), FAIL)
+    finding = only(python.check_python(project("cuda"), (3, 9, 18), 64), FAIL)
     assert "3.10 to 3.14" in finding.found
 
 
 def test_32_bit_python_fails():
-    finding = only(envcheck.check_python(project(), (3, 11, 9), 32), FAIL)
+    finding = only(python.check_python(project(), (3, 11, 9), 32), FAIL)
     assert "32-bit" in finding.found and "64-bit" in finding.fix
 
 
 def test_in_the_hook_an_unsupported_python_only_warns_and_notes_the_other_python():
-    findings = envcheck.check_python(project(python_version="3.11"), (3, 13, 0), 64, "hook")
+    findings = python.check_python(project(python_version="3.11"), (3, 13, 0), 64, "hook")
     assert FAIL not in statuses(findings)
     assert "generator runs on Python 3.13.0" in only(findings, WARN).found
     notes = [f.found for f in findings if f.status == OK]
@@ -149,7 +162,7 @@ def test_in_the_hook_an_unsupported_python_only_warns_and_notes_the_other_python
 
 
 def test_in_the_hook_the_same_python_needs_no_note():
-    findings = envcheck.check_python(project(python_version="3.11"), (3, 11, 7), 64, "hook")
+    findings = python.check_python(project(python_version="3.11"), (3, 11, 7), 64, "hook")
     assert len(findings) == 1
 
 
@@ -161,7 +174,7 @@ def test_in_the_hook_the_same_python_needs_no_note():
 )
 def test_directml_needs_windows_10_1709(build, status):
     info = OsInfo("Windows", "10", f"10.0.{build}", "AMD64", windows_build=build)
-    findings = envcheck.check_os(project(), info)
+    findings = system.check_os(project(), info)
     assert statuses(findings) == [status]
     if status == FAIL:
         assert "16299" in findings[0].found and "Windows Update" in findings[0].fix
@@ -169,31 +182,31 @@ def test_directml_needs_windows_10_1709(build, status):
 
 def test_an_old_windows_build_does_not_matter_for_the_cpu_stack():
     info = OsInfo("Windows", "10", "10.0.15063", "AMD64", windows_build=15063)
-    assert statuses(envcheck.check_os(project("cpu"), info)) == [OK]
+    assert statuses(system.check_os(project("cpu"), info)) == [OK]
 
 
 def test_windows_names_windows_11_from_the_build():
-    assert "Windows 11 build 22631" in envcheck.check_os(project(), WINDOWS_11)[0].found
+    assert "Windows 11 build 22631" in system.check_os(project(), WINDOWS_11)[0].found
 
 
 def test_arm64_python_cannot_install_torch_directml():
     info = OsInfo("Windows", "10", "10.0.26100", "ARM64", windows_build=26100)
-    finding = only(envcheck.check_os(project(), info), FAIL)
+    finding = only(system.check_os(project(), info), FAIL)
     assert "win_amd64" in finding.found and "x64" in finding.fix
 
 
 def test_plain_linux_explains_that_directml_is_not_there_and_what_runs_instead():
-    finding = only(envcheck.check_os(project(), LINUX), WARN)
+    finding = only(system.check_os(project(), LINUX), WARN)
     assert "DirectML runs only on Windows 10/11 and in WSL2" in finding.found
     assert "CUDA" in finding.found and "CPU" in finding.found
-    assert statuses(envcheck.check_os(project("cuda"), LINUX)) == [OK]
+    assert statuses(system.check_os(project("cuda"), LINUX)) == [OK]
 
 
 def test_wsl2_with_gpu_access_is_ok():
     info = OsInfo(
         "Linux", "5.15.153.1-microsoft-standard-WSL2", "#1", "x86_64", None, 2, True, True
     )
-    finding = only(envcheck.check_os(project(), info), OK)
+    finding = only(system.check_os(project(), info), OK)
     assert "/dev/dxg" in finding.found and "libd3d12.so" in finding.found
 
 
@@ -201,7 +214,7 @@ def test_wsl2_on_windows_10_says_windows_11_is_needed():
     info = OsInfo(
         "Linux", "5.10.16.3-microsoft-standard-WSL2", "#1", "x86_64", 19045, 2, False, False
     )
-    finding = only(envcheck.check_os(project(), info), WARN)
+    finding = only(system.check_os(project(), info), WARN)
     assert "/dev/dxg" in finding.found and "CPU" in finding.found
     assert "22000" in finding.fix and "19045" in finding.fix
 
@@ -210,21 +223,21 @@ def test_wsl2_on_windows_11_without_dxg_says_to_update_wsl():
     info = OsInfo(
         "Linux", "5.15.90.1-microsoft-standard-WSL2", "#1", "x86_64", 22631, 2, False, False
     )
-    assert "wsl --update" in only(envcheck.check_os(project(), info), WARN).fix
+    assert "wsl --update" in only(system.check_os(project(), info), WARN).fix
 
 
 def test_wsl1_has_no_gpu():
     info = OsInfo("Linux", "4.4.0-19041-Microsoft", "#1", "x86_64", 19041, 1)
-    finding = only(envcheck.check_os(project(), info), WARN)
+    finding = only(system.check_os(project(), info), WARN)
     assert "WSL 1" in finding.found and "wsl --set-version" in finding.fix
-    assert statuses(envcheck.check_os(project("cpu"), info)) == [OK]
+    assert statuses(system.check_os(project("cpu"), info)) == [OK]
 
 
 def test_macos_on_apple_silicon_uses_mps_and_intel_macs_have_no_wheels():
     arm = OsInfo("Darwin", "23.5.0", "14.5", "arm64")
-    assert "MPS" in only(envcheck.check_os(project(), arm), WARN).found
+    assert "MPS" in only(system.check_os(project(), arm), WARN).found
     intel = OsInfo("Darwin", "21.6.0", "12.7.6", "x86_64")
-    assert "Intel Macs" in only(envcheck.check_os(project("cpu"), intel), FAIL).found
+    assert "Intel Macs" in only(system.check_os(project("cpu"), intel), FAIL).found
 
 
 # ------------------------------------------------------------------------- GPUs on Windows
@@ -232,7 +245,7 @@ def test_macos_on_apple_silicon_uses_mps_and_intel_macs_have_no_wheels():
 
 def windows_gpus(*gpus, accelerator="directml", problems=(), today=TODAY):
     scan = GpuScan(list(gpus), "DXGI", list(problems))
-    return envcheck.check_gpus(project(accelerator), WINDOWS_11, scan, today)
+    return gpu_rules.check_gpus(project(accelerator), WINDOWS_11, scan, today)
 
 
 def test_integrated_plus_discrete_lists_both_and_does_not_warn():
@@ -318,7 +331,7 @@ def test_nothing_listed_says_what_went_wrong():
 
 def linux_gpus(*gpus, accelerator="directml", problems=()):
     scan = GpuScan(list(gpus), "/sys/class/drm", list(problems))
-    return envcheck.check_gpus(project(accelerator), LINUX, scan, TODAY)
+    return gpu_rules.check_gpus(project(accelerator), LINUX, scan, TODAY)
 
 
 def test_linux_nvidia_on_nouveau_warns_that_cuda_needs_nvidias_driver():
@@ -380,7 +393,7 @@ def test_a_check_that_crashes_becomes_a_warning_and_the_others_still_run(monkeyp
     def broken_scan(info):
         raise ValueError("unexpected answer from the GPU query")
 
-    monkeypatch.setattr(envcheck, "scan_gpus", broken_scan)
+    monkeypatch.setattr(facts, "scan_gpus", broken_scan)
     findings = envcheck.run_checks(project=project(), os_facts=LINUX)
     internal = only(findings, WARN, "internal")
     assert "ValueError: unexpected answer" in internal.found
@@ -399,7 +412,7 @@ def test_an_unreadable_project_json_is_reported_not_raised(monkeypatch):
 def test_the_hook_call_works_on_this_machine():
     # Exactly what hooks/post_gen_project.py does, on the real machine: it must not raise.
     findings = envcheck.run_checks(context="hook")
-    text = envcheck.format_findings(findings)
+    text = render.format_findings(findings)
     assert findings[0].check == "Python" and "Python" in text
 
 
@@ -414,7 +427,7 @@ def test_format_findings_shows_status_check_and_numbered_fixes_once():
         Finding("torchvision", WARN, "torchvision is not installed.", same_fix),
         Finding("OS", FAIL, "Windows 10 build 15063 " + "is too old " * 20, "Update Windows."),
     ]
-    text = envcheck.format_findings(findings, width=80)
+    text = render.format_findings(findings, width=80)
     lines = text.splitlines()
     assert lines[0].split()[:2] == ["ok", "Python"]
     assert lines[1].split()[:2] == ["WARN", "torch"]
@@ -426,4 +439,40 @@ def test_format_findings_shows_status_check_and_numbered_fixes_once():
 
 
 def test_format_findings_without_fixes_has_no_fix_section():
-    assert "Fixes" not in envcheck.format_findings([Finding("Python", OK, "fine")])
+    assert "Fixes" not in render.format_findings([Finding("Python", OK, "fine")])
+
+
+# Imports each module of the doctor first, in a fresh tree of the package, and then checks
+# that none of them brought torch along.
+FIRST_IMPORTS = """
+import importlib, sys
+package, names = sys.argv[1], sys.argv[2:]
+for name in names:
+    for loaded in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[loaded]
+    importlib.import_module(name)
+print("torch" in sys.modules)
+"""
+
+
+def test_every_module_of_the_doctor_imports_first_without_torch(child_limit):
+    """The generator's hook imports the doctor before torch exists, and any module may be the
+    first one a command or a script imports: an import cycle would show only then."""
+    doctor = Path(envcheck.__file__).resolve().parent
+    package = envcheck.__name__.split(".")[0]
+    names = sorted(
+        ".".join((package, *path.relative_to(doctor.parent).with_suffix("").parts))
+        for path in doctor.rglob("*.py")
+        if path.name != "__init__.py"
+    )
+    source = str(doctor.parents[1])
+    paths = [source, os.environ.get("PYTHONPATH", "")]
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_IMPORTS, package, *names],
+        capture_output=True,
+        text=True,
+        timeout=child_limit,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False"]

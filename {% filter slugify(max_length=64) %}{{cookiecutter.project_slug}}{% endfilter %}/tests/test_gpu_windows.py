@@ -16,14 +16,13 @@ import uuid
 import pytest
 
 from {{ cookiecutter.package_name }}.doctor import (
-    envcheck,
     gpu_windows,
     recommend,
 )
 from {{ cookiecutter.package_name }}.doctor.bounded import (
     CommandResult,
 )
-from {{ cookiecutter.package_name }}.doctor.envcheck import (
+from {{ cookiecutter.package_name }}.doctor.findings import (
     WARN,
 )
 from {{ cookiecutter.package_name }}.doctor.gpus import (
@@ -35,6 +34,9 @@ from {{ cookiecutter.package_name }}.doctor.gpus import (
 )
 from {{ cookiecutter.package_name }}.doctor.os_info import (
     OsInfo,
+)
+from {{ cookiecutter.package_name }}.doctor.rules import (
+    gpus as gpu_rules,
 )
 from {{ cookiecutter.package_name }}.machinery.project import (
     Project,
@@ -362,7 +364,7 @@ def test_only_the_software_adapter_asks_powershell_which_finds_a_gpu_without_dri
     fake_powershell(monkeypatch, CommandResult(("powershell.exe",), 0, POWERSHELL_NO_DRIVER))
     scan = gpu_windows.scan()
     assert scan.source == "DXGI + PowerShell"
-    findings = envcheck.check_gpus(project(), WINDOWS, scan)
+    findings = gpu_rules.check_gpus(project(), WINDOWS, scan)
     warning = [f for f in findings if f.status == WARN and "NVIDIA" in f.found]
     assert warning and "driver is not installed" in warning[0].found
 
@@ -375,7 +377,7 @@ def test_dxgi_and_powershell_both_failing_is_one_warning_with_both_reasons(monke
     )
     scan = gpu_windows.scan()
     assert scan.gpus == []
-    (finding,) = envcheck.check_gpus(project(), WINDOWS, scan)
+    (finding,) = gpu_rules.check_gpus(project(), WINDOWS, scan)
     assert finding.status == WARN
     assert "ZeroDivisionError" in finding.found and "powershell.exe was not found" in finding.found
 
@@ -481,7 +483,7 @@ RDNA_ADAPTERS = [
 
 @pytest.mark.parametrize("gpu,noted", RDNA_ADAPTERS, ids=[g.name for g, _ in RDNA_ADAPTERS])
 def test_an_rdna3_or_rdna4_radeon_hears_of_amds_rocm_preview_and_keeps_directml(gpu, noted):
-    findings = envcheck.check_gpus(project(), WINDOWS, GpuScan([gpu], "DXGI"))
+    findings = gpu_rules.check_gpus(project(), WINDOWS, GpuScan([gpu], "DXGI"))
     notes = [f for f in findings if f.code == "GPU-WINDOWS-ROCM-PREVIEW"]
 
     assert len(notes) == noted

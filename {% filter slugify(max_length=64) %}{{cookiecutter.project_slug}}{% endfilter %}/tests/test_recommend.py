@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from {{ cookiecutter.package_name }}.doctor import envcheck, recommend
-from {{ cookiecutter.package_name }}.doctor.envcheck import FAIL, OK, WARN
+from {{ cookiecutter.package_name }}.doctor.findings import FAIL, OK, WARN
 from {{ cookiecutter.package_name }}.doctor.gpus import Gpu, GpuScan
 from {{ cookiecutter.package_name }}.doctor.os_info import OsInfo
+from {{ cookiecutter.package_name }}.doctor.rules import environment
 from {{ cookiecutter.package_name }}.machinery.project import load_project
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
@@ -188,7 +189,7 @@ def project_with(accelerator: str):
 
 
 def choice(project, info, gpus, active=None, context="project"):
-    findings = envcheck.check_environment_choice(project, info, GpuScan(gpus), active, context)
+    findings = environment.check_environment_choice(project, info, GpuScan(gpus), active, context)
     assert len(findings) == 1
     return findings[0]
 
@@ -223,7 +224,7 @@ def test_in_the_hook_the_default_file_is_compared():
 
 def test_gpus_that_could_not_be_listed_recommend_nothing():
     scan = GpuScan([], problems=["DXGI: CreateDXGIFactory1 failed"])
-    findings = envcheck.check_environment_choice(project_with("xpu"), WINDOWS, scan)
+    findings = environment.check_environment_choice(project_with("xpu"), WINDOWS, scan)
 
     assert [f.status for f in findings] == [OK]
     assert "could not be listed" in findings[0].found

@@ -15,9 +15,13 @@ import pytest
 
 from {{ cookiecutter.package_name }}.doctor import (
     codes,
+    render,
     verify_install,
 )
-from {{ cookiecutter.package_name }}.doctor.envcheck import (
+from {{ cookiecutter.package_name }}.doctor import (
+    report as doctor_report,
+)
+from {{ cookiecutter.package_name }}.doctor.findings import (
     FAIL,
     OK,
     WARN,
@@ -31,7 +35,7 @@ CODE = re.compile(r"^[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+$")  # GPU-NO-DRIVER: two word
 
 def a_report(name="LeNet on DirectML", home="/home/ann"):
     """A report as a Linux laptop without DirectML writes it (its exit code: CPU fallback)."""
-    report = verify_install.Report(
+    report = doctor_report.Report(
         project={"name": name, "package": "lenet", "accelerator": "directml",
                  "default_accelerator": "directml", "pins": {"torch": "2.4.1"},
                  "template_version": "0.1.0"},
@@ -55,7 +59,7 @@ def a_report(name="LeNet on DirectML", home="/home/ann"):
 @pytest.fixture
 def ann(monkeypatch):
     """The user Ann, whose home folder and interpreter paths carry her name."""
-    monkeypatch.setattr(verify_install, "_home", lambda: "/home/ann")
+    monkeypatch.setattr(doctor_report, "_home", lambda: "/home/ann")
     monkeypatch.setattr(sys, "executable", "/home/ann/lenet/.venv-xpu/bin/python")
 
 
@@ -92,18 +96,18 @@ def test_json_writes_the_home_folder_as_a_tilde_and_keeps_no_user_name(ann):
     ],
 )
 def test_only_the_home_folder_itself_becomes_a_tilde(text, home, private):
-    assert verify_install.private_path(text, home) == private
+    assert doctor_report.private_path(text, home) == private
 
 
 def test_the_json_verdict_does_not_point_at_lines_above_but_the_text_does(ann):
     report = a_report()
     assert "above" not in report.to_dict()["verdict"]["message"]
-    text = verify_install.render_text(report)
+    text = render.render_text(report)
     assert "; the WARN lines above say why." in text
 
 
 def test_markdown_has_the_findings_codes_verdict_and_fixes_and_nothing_personal(ann):
-    text = verify_install.render_markdown(a_report())
+    text = render.render_markdown(a_report())
 
     assert text.startswith("### verify_install: LeNet on DirectML (accelerator: directml)")
     assert "| status | check | code | found |" in text
@@ -123,7 +127,7 @@ def test_markdown_and_json_cannot_be_asked_for_together(capsys):
 
 @pytest.mark.parametrize("name", ["手写数字识别", "LeNet 日本語テスト", "LeNet on DirectML"])
 def test_the_title_underline_is_as_wide_as_the_title_on_a_terminal(ann, name):
-    title, underline = verify_install.render_text(a_report(name)).splitlines()[:2]
+    title, underline = render.render_text(a_report(name)).splitlines()[:2]
     wide = sum(1 for char in title if "\u3040" <= char <= "\u9fff")  # kana and CJK ideographs
     assert set(underline) == {"="} and len(underline) == len(title) + wide
 
@@ -135,7 +139,7 @@ def codes_in_the_doctor() -> set[str]:
     """Every code the doctor's modules can give a finding (string constants in code= places
     and DEVICE-UNAVAILABLE-<kind> for the kinds devices reports)."""
     found = set()
-    for path in DOCTOR.glob("*.py"):
+    for path in DOCTOR.rglob("*.py"):
         if path.name in ("codes.py", "reports.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

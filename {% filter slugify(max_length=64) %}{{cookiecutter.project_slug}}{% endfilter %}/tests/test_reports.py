@@ -23,16 +23,18 @@ from pathlib import Path
 import pytest
 
 from {{ cookiecutter.package_name }}.doctor.reports import (
-    Machine,
     ReportError,
-    common_problems,
     decode,
-    device_summary,
-    load_folder,
-    load_report,
     main,
     parse,
     summarise,
+)
+from {{ cookiecutter.package_name }}.doctor.room import (
+    Machine,
+    common_problems,
+    device_summary,
+    load_folder,
+    load_report,
 )
 from {{ cookiecutter.package_name }}.machinery.untrusted import printable
 

@@ -31,6 +31,8 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.doctor import (
     envcheck,
+    facts,
+    probes,
     recommend,
     stepwise,
     verify_install,
@@ -38,7 +40,7 @@ from {{ cookiecutter.package_name }}.doctor import (
 from {{ cookiecutter.package_name }}.doctor.codes import (
     CODES,
 )
-from {{ cookiecutter.package_name }}.doctor.envcheck import (
+from {{ cookiecutter.package_name }}.doctor.findings import (
     FAIL,
     OK,
     WARN,
@@ -49,6 +51,9 @@ from {{ cookiecutter.package_name }}.doctor.gpus import (
 )
 from {{ cookiecutter.package_name }}.doctor.os_info import (
     OsInfo,
+)
+from {{ cookiecutter.package_name }}.doctor.rules import (
+    packages as package_rules,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
@@ -88,7 +93,7 @@ def project(accelerator="directml"):
 @pytest.fixture
 def machine(monkeypatch):
     """Describe the machine: machine(accelerator, options, unavailable, lenet=..., train=...)."""
-    monkeypatch.setattr(verify_install, "TIMED_STEPS", 1)
+    monkeypatch.setattr(probes, "TIMED_STEPS", 1)
 
     def describe(accelerator="directml", options=(), unavailable=(), lenet=None, trainer=None):
         found = devices.Discovery(list(options) + [CPU], list(unavailable))
@@ -127,9 +132,32 @@ def test_a_working_directml_adapter_exits_0_with_its_float64_support(machine, ca
     assert verify_install.main([]) == verify_install.EXIT_OK == 0
     out = capsys.readouterr().out
     assert "directml:1: AMD Radeon RX 6700 XT, float64 NOT supported" in out
-    assert "LeNet forward+backward on cpu vs the CPU: largest relative difference" in out
+    # The device as --device names it, never torch's privateuseone:N (the row may wrap).
+    words = " ".join(out.split())
+    assert "LeNet forward+backward on directml:1 vs the CPU: largest relative difference" in words
     assert "Verdict (exit 0): WORKS: training runs on directml:1 (AMD Radeon RX 6700 XT)." in out
     assert "ms on the CPU (" in out  # device against CPU timing
+
+
+def test_several_gpus_of_the_chosen_kind_name_the_torchrun_command(machine, capsys):
+    gpus = [
+        devices.DeviceOption("cuda", index, "NVIDIA RTX 4090", torch.device("cpu"), {})
+        for index in (0, 1)
+    ]
+    machine(options=gpus)  # the project's stack is no matter: auto picks the GPU
+    _code, report = run_json(capsys)
+    (count,) = [f for f in report["findings"] if f["code"] == "DEVICE-COUNT"]
+    assert count["check"] == "Chosen" and count["status"] == OK
+    assert count["found"].startswith("2 cuda devices on this machine: `torchrun --standalone ")
+    assert report["chosen"]["count"] == 2
+    torchrun = report["chosen"]["torchrun"]
+    assert "--nproc-per-node=2" in torchrun and f"`{torchrun}`" in count["found"]
+
+    machine(options=gpus[:1])
+    _code, report = run_json(capsys)
+    (count,) = [f for f in report["findings"] if f["code"] == "DEVICE-COUNT"]
+    assert count["found"] == "1 cuda device on this machine."
+    assert (report["chosen"]["count"], report["chosen"]["torchrun"]) == (1, None)
 
 
 def test_the_table_comes_first_then_the_verdict_then_the_fixes(machine, capsys):
@@ -146,7 +174,7 @@ def test_a_device_that_computes_wrong_is_a_broken_install(machine, capsys):
     (smoke,) = findings(report, "Smoke test", FAIL)
     assert "largest relative difference" in smoke["found"] and "--device cpu" in smoke["fix"]
     assert report["smoke_test"]["passed"] is False
-    assert report["smoke_test"]["max_relative_error"] > verify_install.SMOKE_TOLERANCE
+    assert report["smoke_test"]["max_relative_error"] > probes.SMOKE_TOLERANCE
     assert "BROKEN" in report["verdict"]["message"]
 
 
@@ -270,8 +298,8 @@ def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
                    PINS["directml"], "", "venv", stacks=stacks)  # fmt: skip
     error = ModuleNotFoundError("No module named 'tqdm'", name="tqdm")
 
-    default = verify_install.project_import_finding(error, room)
-    other = verify_install.project_import_finding(error, room.for_stack("xpu"))
+    default = package_rules.project_import_finding(error, room)
+    other = package_rules.project_import_finding(error, room.for_stack("xpu"))
 
     assert "`pip install -r requirements.txt`" in default.fix
     assert "`pip install -r environments/xpu.txt`" in other.fix
@@ -340,7 +368,7 @@ def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path,
     ],
 )  # fmt: skip
 def test_installed_packages_against_the_pins(installed, status, text):
-    found, packages = verify_install.check_packages(project(), installed.get)
+    found, packages = package_rules.check_packages(project(), installed.get)
     assert [f.check for f in found] == ["torch", "torch-directml", "torchvision"]
     assert [f.status for f in found] == status
     assert any(text in f.found for f in found)
@@ -685,9 +713,9 @@ def installed_pins(project):
 @pytest.fixture
 def situation(monkeypatch):
     """Print verify_install's text for one situation; returns (exit code, Printed, Project)."""
-    monkeypatch.setattr(verify_install, "TIMED_STEPS", 1)
+    monkeypatch.setattr(probes, "TIMED_STEPS", 1)
     check_environment = envcheck.run_checks
-    check_packages = verify_install.check_packages
+    check_packages = package_rules.check_packages
 
     def describe(name, accelerator, os_facts, gpus, options, unavailable, request, lenet,
                  installed, env_manager, args=()):  # fmt: skip
@@ -717,7 +745,7 @@ def situation(monkeypatch):
             ),
         )
         monkeypatch.setattr(
-            verify_install, "check_packages", lambda project: check_packages(project, packages.get)
+            package_rules, "check_packages", lambda project: check_packages(project, packages.get)
         )
         fake_devices = SimpleNamespace(discover=lambda: found, choose=devices.choose)
         lenet = lenet if isinstance(lenet, type) else DriftingLeNet if lenet else model.LeNet5
@@ -799,15 +827,14 @@ def test_the_reference_check_catches_a_fix_that_points_at_a_missing_line():
 
 
 def test_json_names_the_best_environment_for_a_faked_intel_arc_laptop(machine, capsys, monkeypatch):
-    from {{ cookiecutter.package_name }}.doctor import envcheck
     from {{ cookiecutter.package_name }}.doctor.gpus import Gpu, GpuScan
     from {{ cookiecutter.package_name }}.doctor.os_info import OsInfo
 
     arc = Gpu("Intel(R) Arc(TM) Graphics", 0x8086, 0x7D55, 2**27, "31.0.101.5590", source="DXGI")
     windows = OsInfo("Windows", "10", "10.0.22631", "AMD64", windows_build=22631)
-    monkeypatch.setattr(envcheck.os_info, "detect", lambda: windows)
-    monkeypatch.setattr(envcheck, "scan_gpus", lambda info: GpuScan([arc], source="DXGI"))
-    monkeypatch.setattr(envcheck.recommend, "installed_stack", lambda: "directml")
+    monkeypatch.setattr(facts.os_info, "detect", lambda: windows)
+    monkeypatch.setattr(facts, "scan_gpus", lambda info: GpuScan([arc], source="DXGI"))
+    monkeypatch.setattr(recommend, "installed_stack", lambda: "directml")
     machine(options=[])
 
     code, report = run_json(capsys)
@@ -839,8 +866,8 @@ def test_an_environment_of_another_stack_is_judged_by_that_stacks_pins(
     monkeypatch.setattr(verify_install, "load_project", lambda: room)
     monkeypatch.setattr(verify_install, "active_stack", lambda project=None: "xpu")
     installed = {"torch": "2.14.1+xpu", "torchvision": "0.29.1+xpu"}
-    check = verify_install.check_packages
-    monkeypatch.setattr(verify_install, "check_packages", lambda p: check(p, installed.get))
+    check = package_rules.check_packages
+    monkeypatch.setattr(package_rules, "check_packages", lambda p: check(p, installed.get))
 
     code, report = run_json(capsys)
 
@@ -921,7 +948,7 @@ def test_a_smoke_test_that_fails_in_the_loss_names_the_loss(
     assert code == 4
     found, fix = failing_row(out, "Smoke test")
     assert found == (
-        "LeNet forward+backward on cpu failed in the loss (cross-entropy): "
+        "LeNet forward+backward on directml:0 failed in the loss (cross-entropy): "
         f"RuntimeError: {COMPILE_GRAPH}."
     )
     assert fix.startswith("This device runs LeNet's layers but not the cross-entropy loss")
@@ -945,7 +972,9 @@ def test_a_layer_that_fails_on_the_device_is_named(machine, capsys):
 
     assert code == 4
     found, fix = failing_row(out, "Smoke test")
-    assert found.startswith("LeNet forward+backward on cpu failed in the forward pass in conv2")
+    assert found.startswith(
+        "LeNet forward+backward on directml:0 failed in the forward pass in conv2"
+    )
     assert fix.startswith("This device fails in the forward pass in conv2 (Conv2d), while")
     assert report["failed_step"]["step"] == "forward"
     assert report["failed_step"]["what"] == "the forward pass in conv2 (Conv2d)"
@@ -969,7 +998,9 @@ def test_a_training_step_that_fails_in_the_optimizer_names_it(machine, capsys):
 
     assert code == 4
     found, fix = failing_row(out, "Train step")
-    assert found.startswith("One training step on cpu failed in the optimizer step (FailingSgd):")
+    assert found.startswith(
+        "One training step on directml:0 failed in the optimizer step (FailingSgd):"
+    )
     assert "`--optimizer sgd` or `--optimizer adam`" in fix
     assert report["failed_step"]["during"] == "train step"
     assert report["smoke_test"]["passed"] is True
@@ -1020,8 +1051,8 @@ def test_a_step_that_hangs_keeps_the_first_error_in_the_finding(
 
     (smoke,) = findings(report, "Smoke test", FAIL)
     assert smoke["found"] == (
-        f"LeNet forward+backward on cpu failed: RuntimeError: {COMPILE_GRAPH}. Run one step at "
-        "a time, the loss (cross-entropy) gave no answer within 60 s."
+        f"LeNet forward+backward on directml:0 failed: RuntimeError: {COMPILE_GRAPH}. Run one "
+        "step at a time, the loss (cross-entropy) gave no answer within 60 s."
     )
     assert report["failed_step"]["timed_out"] is True
 
@@ -1216,7 +1247,7 @@ def test_the_build_of_torch_is_checked_as_well_as_its_version(
 ):
     chosen = advice_project(stack, "venv")
     versions = {"torch": torch_version, "torchvision": "0.29.1" + torch_version[6:]}
-    findings, _ = verify_install.check_packages(chosen, versions.get, lambda: version_py)
+    findings, _ = package_rules.check_packages(chosen, versions.get, lambda: version_py)
 
     assert [f.status for f in findings if f.check == "torch"] == [OK]  # the version is right
     (build,) = [f for f in findings if f.check == "torch build"]
@@ -1235,9 +1266,9 @@ def test_a_cuda_build_in_an_xpu_environment_is_a_fail_with_the_fix(machine, caps
     monkeypatch.setattr(verify_install, "load_project", lambda: room)
     monkeypatch.setattr(sys, "prefix", str(Path.home() / "lenet-test" / ".venv-xpu"))
     installed = {"torch": "2.14.1", "torchvision": "0.29.1"}
-    check = verify_install.check_packages
+    check = package_rules.check_packages
     monkeypatch.setattr(
-        verify_install,
+        package_rules,
         "check_packages",
         lambda p: check(p, installed.get, PYPI_LINUX_VERSION_PY.strip),
     )

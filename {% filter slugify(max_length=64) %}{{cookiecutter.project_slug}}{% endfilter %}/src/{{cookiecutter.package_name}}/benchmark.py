@@ -26,7 +26,15 @@ import torch
 
 from . import data
 from .machinery import devices, reporting
-from .machinery.cli import HelpFormatter, command, safe_console, whole_number, write_err, write_out
+from .machinery.cli import (
+    HelpFormatter,
+    command,
+    device_help,
+    safe_console,
+    whole_number,
+    write_err,
+    write_out,
+)
 from .machinery.console import epoch_bar
 from .machinery.optim import build_optimizer
 from .machinery.project import load_project
@@ -179,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         action="append",
         default=None,
-        help="a device to time, repeat for several (default: every available device)",
+        help=device_help("a device to time, repeat for several", "default: every available device"),
     )
     return parser
 

@@ -34,6 +34,7 @@ from typing import Any, Iterator, Sequence, Union
 import torch
 
 from .datasets import folder, mnist, synthetic
+from .datasets.folder import LoaderSplit
 from .machinery.untrusted import printable
 
 # MNIST statistics (training set, pixel values scaled to 0..1): the usual Normalize constants.
@@ -70,81 +71,6 @@ class Split:
 
     def to(self, device: torch.device) -> Split:
         return Split(self.images.to(device), self.labels.to(device))
-
-
-class LoaderSplit:
-    """A split of an image folder, read from its files batch by batch by a DataLoader.
-
-    It holds the images' indices in the folder, in the order they will be read; ``shuffled``
-    gives a new order, ``batches`` reads them. One DataLoader per batch size is kept and
-    reused every epoch, so that persistent workers stay alive between epochs: the sampler
-    (in this process) hands them each epoch's order."""
-
-    def __init__(
-        self,
-        images: Any,  # a folder.PictureFolder: (uint8 (1, 28, 28), class index) per item
-        order: torch.Tensor,
-        device: torch.device | None = None,
-        loaders: dict[int, Any] | None = None,
-    ) -> None:
-        self.images, self.order, self.device = images, order, device
-        self.loaders = {} if loaders is None else loaders  # shared by reordered views
-
-    def __len__(self) -> int:
-        return len(self.order)
-
-    @property
-    def labels(self) -> torch.Tensor:
-        """The class indices in reading order, from the folder names: no image is opened."""
-        targets = torch.as_tensor(self.images.targets, dtype=torch.int64)
-        return targets[self.order]
-
-    def to(self, device: torch.device) -> LoaderSplit:
-        """The same split, with batches delivered on ``device``."""
-        return LoaderSplit(self.images, self.order, torch.device(device))
-
-    def reordered(self, order: torch.Tensor) -> LoaderSplit:
-        return LoaderSplit(self.images, self.order[order], self.device, self.loaders)
-
-    def batches(
-        self, batch_size: int, start: int, stop: int
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        loader = self.loaders.get(batch_size)
-        if loader is None:
-            loader = self.loaders[batch_size] = self._loader(batch_size)
-        loader.sampler.indices = self.order[start * batch_size : stop * batch_size].tolist()
-        device = self.device or torch.device("cpu")
-        for images, labels in loader:
-            # Pinned memory (CUDA only) lets the copy overlap the previous step's work.
-            yield (
-                images.to(device, non_blocking=loader.pin_memory),
-                labels.to(device, non_blocking=loader.pin_memory),
-            )
-
-    def _loader(self, batch_size: int) -> torch.utils.data.DataLoader:
-        device_type = (self.device or torch.device("cpu")).type
-        settings = folder.loader_settings(device_type, len(self.images))
-        return torch.utils.data.DataLoader(
-            self.images,
-            batch_size=batch_size,
-            sampler=_Order(),  # the order comes from ``shuffled``: one generator, exact resume
-            num_workers=settings.num_workers,
-            pin_memory=settings.pin_memory,
-            persistent_workers=settings.persistent_workers,
-        )
-
-
-class _Order(torch.utils.data.Sampler):
-    """The indices of the next epoch, set before each pass (see ``LoaderSplit.batches``)."""
-
-    def __init__(self) -> None:
-        self.indices: list[int] = []
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(list(self.indices))
-
-    def __len__(self) -> int:
-        return len(self.indices)
 
 
 AnySplit = Union[Split, LoaderSplit]

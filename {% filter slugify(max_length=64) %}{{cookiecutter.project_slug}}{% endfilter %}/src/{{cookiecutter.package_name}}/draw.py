@@ -25,7 +25,7 @@ import torch
 from . import data, evaluate
 from .datasets import handwriting
 from .machinery import checkpoints, devices, onnx_runtime
-from .machinery.cli import HelpFormatter, device_request, safe_console
+from .machinery.cli import HelpFormatter, device_help, device_request, safe_console
 from .machinery.page_server import PageServer, RequestError
 from .machinery.untrusted import printable
 from .model import LeNet5, to_device
@@ -257,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         type=device_request,
         default="auto",
-        help="auto, directml[:N], cuda[:N], xpu, mps, cpu (torch only)",
+        help=device_help("device the model answers on", "torch only"),
     )
     parser.add_argument(
         "--runtime",

@@ -32,6 +32,7 @@ from .machinery.checkpoints import BEST, LAST
 from .machinery.cli import (
     HelpFormatter,
     command,
+    device_help,
     safe_console,
     whole_number,
     write_err,
@@ -389,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--device",
         default="auto",
-        help="auto, directml[:N], cuda[:N], xpu, mps, cpu (with --onnx: auto or cpu)",
+        help=device_help("device to evaluate on", "with --onnx: auto or cpu"),
     )
     parser.add_argument(
         "--data-dir",

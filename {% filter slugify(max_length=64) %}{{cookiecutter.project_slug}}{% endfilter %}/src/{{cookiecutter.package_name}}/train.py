@@ -46,6 +46,8 @@ from .machinery.run import (
     EpochTraining,
     RunResult,
     TrainingRun,
+)
+from .machinery.run_setup import (
     choose_device,
     load_data,
     output_folder,
@@ -86,7 +88,7 @@ class TrainConfig:
     momentum: float = DEFAULT_MOMENTUM
     weight_decay: float = DEFAULT_WEIGHT_DECAY
     seed: int = 1
-    device: str = "auto"  # or directml, directml:N, cuda, cuda:N, xpu, mps, cpu
+    device: str = "auto"  # or directml, directml:N, cuda, cuda:N, xpu, xpu:N, mps, cpu
     data_dir: Path = Path("data")
     dataset: str = "mnist"  # or "synthetic": generated digits, no download
     output_dir: Path | None = None  # None: a new folder in runs_dir, named after time and settings

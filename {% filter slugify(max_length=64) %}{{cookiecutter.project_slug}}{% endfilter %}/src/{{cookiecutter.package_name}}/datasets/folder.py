@@ -15,6 +15,8 @@ held out for validation and test, chosen by each picture's content (``data.load_
 MNIST is small enough to sit on the device as one tensor (``data.py``); a folder of photos
 may not be, and decoding JPEG/PNG files is work for the CPU. So images are read batch by
 batch by a ``DataLoader``, whose settings ``loader_settings`` chooses per device and system.
+A split of the folder is a ``LoaderSplit``: the images' indices in reading order; the training
+loop shuffles and batches it as it does a tensor split (``data.shuffled``, ``data.batches``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterator
+
+import torch
 
 from ..machinery.untrusted import printable
 from . import folder_scan
@@ -188,3 +193,78 @@ def loader_settings(device_type: str, images: int, cpus: int | None = None) -> L
         pin_memory=device_type == "cuda",
         persistent_workers=workers > 0,
     )
+
+
+class LoaderSplit:
+    """A split of an image folder, read from its files batch by batch by a DataLoader.
+
+    It holds the images' indices in the folder, in the order they will be read; ``shuffled``
+    gives a new order, ``batches`` reads them. One DataLoader per batch size is kept and
+    reused every epoch, so that persistent workers stay alive between epochs: the sampler
+    (in this process) hands them each epoch's order."""
+
+    def __init__(
+        self,
+        images: Any,  # a PictureFolder: (uint8 (1, 28, 28), class index) per item
+        order: torch.Tensor,
+        device: torch.device | None = None,
+        loaders: dict[int, Any] | None = None,
+    ) -> None:
+        self.images, self.order, self.device = images, order, device
+        self.loaders = {} if loaders is None else loaders  # shared by reordered views
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    @property
+    def labels(self) -> torch.Tensor:
+        """The class indices in reading order, from the folder names: no image is opened."""
+        targets = torch.as_tensor(self.images.targets, dtype=torch.int64)
+        return targets[self.order]
+
+    def to(self, device: torch.device) -> LoaderSplit:
+        """The same split, with batches delivered on ``device``."""
+        return LoaderSplit(self.images, self.order, torch.device(device))
+
+    def reordered(self, order: torch.Tensor) -> LoaderSplit:
+        return LoaderSplit(self.images, self.order[order], self.device, self.loaders)
+
+    def batches(
+        self, batch_size: int, start: int, stop: int
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        loader = self.loaders.get(batch_size)
+        if loader is None:
+            loader = self.loaders[batch_size] = self._loader(batch_size)
+        loader.sampler.indices = self.order[start * batch_size : stop * batch_size].tolist()
+        device = self.device or torch.device("cpu")
+        for images, labels in loader:
+            # Pinned memory (CUDA only) lets the copy overlap the previous step's work.
+            yield (
+                images.to(device, non_blocking=loader.pin_memory),
+                labels.to(device, non_blocking=loader.pin_memory),
+            )
+
+    def _loader(self, batch_size: int) -> torch.utils.data.DataLoader:
+        device_type = (self.device or torch.device("cpu")).type
+        settings = loader_settings(device_type, len(self.images))
+        return torch.utils.data.DataLoader(
+            self.images,
+            batch_size=batch_size,
+            sampler=_Order(),  # the order comes from ``shuffled``: one generator, exact resume
+            num_workers=settings.num_workers,
+            pin_memory=settings.pin_memory,
+            persistent_workers=settings.persistent_workers,
+        )
+
+
+class _Order(torch.utils.data.Sampler):
+    """The indices of the next epoch, set before each pass (see ``LoaderSplit.batches``)."""
+
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(list(self.indices))
+
+    def __len__(self) -> int:
+        return len(self.indices)

@@ -6,10 +6,9 @@ its compute interface (KFD) in ``/sys/class/kfd/kfd/topology/nodes/<n>/propertie
 as two decimal digits each; the name writes minor and stepping in hex: 90010 is gfx90a).
 
 ROCm runs a GPU only when torch was built for its gfx target (cookiecutter's support table,
-``gfx_targets`` of the rocm stack). Otherwise the first kernel fails with "HIP error: invalid
-device function". A GPU of the same family can borrow a close target's kernels through
-``HSA_OVERRIDE_GFX_VERSION``: widely used for RDNA2 (RX 6600/6700, gfx1031/gfx1032) and the
-RDNA3 iGPUs (Radeon 780M, gfx1103), but not supported by AMD, so the advice says so.
+``gfx_targets`` of the rocm stack); a GPU of the same family can borrow a close target's
+kernels through ``HSA_OVERRIDE_GFX_VERSION`` (``CLOSE_TARGETS``). ``support_of`` says which;
+what to tell the user about it is the rule of ``rules/rocm.py``.
 
 ROCm opens ``/dev/kfd`` and the GPU's render node ``/dev/dri/renderD<minor>``; both belong to
 a group (``render``, on older systems ``video``) the user must be in. Tests pass fake trees as
@@ -22,10 +21,14 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from ..machinery.project import Project
 
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 DEV = Path("/dev")
+
 
 SUPPORTED, OVERRIDE, UNSUPPORTED, UNKNOWN = "supported", "override", "unsupported", "unknown"
 
@@ -40,6 +43,42 @@ CLOSE_TARGETS = {
     "gfx1036": ("gfx1030", "10.3.0"),  # Radeon Graphics of Ryzen 7000 desktop CPUs
     "gfx1103": ("gfx1100", "11.0.0"),  # Radeon 780M / 760M (Phoenix, Hawk Point)
 }
+
+
+@dataclass(frozen=True)
+class RocmSupport:
+    target: str
+    status: str  # SUPPORTED, OVERRIDE, UNSUPPORTED or UNKNOWN
+    close: str = ""  # the supported target whose kernels run it
+    override: str = ""  # the HSA_OVERRIDE_GFX_VERSION value
+
+    @property
+    def runs(self) -> bool:
+        """ROCm trains on it, officially or with the override."""
+        return self.status in (SUPPORTED, OVERRIDE, UNKNOWN)
+
+
+def rocm_support(target: str, supported: Iterable[str]) -> RocmSupport:
+    supported = set(supported)
+    if not target or not supported:
+        return RocmSupport(target, UNKNOWN)
+    if target in supported:
+        return RocmSupport(target, SUPPORTED)
+    close = CLOSE_TARGETS.get(target)
+    if close and close[0] in supported:
+        return RocmSupport(target, OVERRIDE, *close)
+    return RocmSupport(target, UNSUPPORTED)
+
+
+@functools.lru_cache(maxsize=1)
+def supported_targets() -> tuple[str, ...]:
+    """The gfx targets of the pinned ROCm build, from the project's support table."""
+    try:
+        from ..machinery.project import load_project
+
+        return tuple(load_project().stacks.get("rocm", {}).get("gfx_targets", ()))
+    except Exception:  # no readable project.json: the support of a target is then unknown
+        return ()
 
 
 @dataclass(frozen=True)
@@ -100,51 +139,11 @@ def kfd_nodes(root: Path = KFD_NODES) -> list[KfdNode]:
     return found
 
 
-@dataclass(frozen=True)
-class RocmSupport:
-    target: str
-    status: str  # SUPPORTED, OVERRIDE, UNSUPPORTED or UNKNOWN
-    close: str = ""  # the supported target whose kernels run it
-    override: str = ""  # the HSA_OVERRIDE_GFX_VERSION value
-
-    @property
-    def runs(self) -> bool:
-        """ROCm trains on it, officially or with the override."""
-        return self.status in (SUPPORTED, OVERRIDE, UNKNOWN)
-
-
-def rocm_support(target: str, supported: Iterable[str]) -> RocmSupport:
-    supported = set(supported)
-    if not target or not supported:
-        return RocmSupport(target, UNKNOWN)
-    if target in supported:
-        return RocmSupport(target, SUPPORTED)
-    close = CLOSE_TARGETS.get(target)
-    if close and close[0] in supported:
-        return RocmSupport(target, OVERRIDE, *close)
-    return RocmSupport(target, UNSUPPORTED)
-
-
-@functools.lru_cache(maxsize=1)
-def supported_targets() -> tuple[str, ...]:
-    """The gfx targets of the pinned ROCm build, from the project's support table."""
-    try:
-        from ..machinery.project import load_project
-
-        return tuple(load_project().stacks.get("rocm", {}).get("gfx_targets", ()))
-    except Exception:  # no readable project.json: the support of a target is then unknown
-        return ()
-
-
-def override_fix(support: RocmSupport) -> str:
-    """The one fix for a target that runs on a close one's kernels (the GPU line and a kernel
-    failure say it in the same words, so the fixes list shows it once)."""
-    return (
-        f"In the rocm environment, before training: `export HSA_OVERRIDE_GFX_VERSION="
-        f"{support.override}` (add the line to ~/.bashrc, or set it in the run configuration's "
-        "environment variables), then run verify_install again. Unofficial: AMD does not "
-        "support it; if the smoke test still fails, train with `--device cpu`."
-    )
+def support_of(project: Project | None, target: str) -> RocmSupport:
+    """How the project's pinned ROCm build runs ``target``: the project's support table, else
+    the one of project.json."""
+    stacks = project.stacks if project is not None else {}
+    return rocm_support(target, stacks.get("rocm", {}).get("gfx_targets") or supported_targets())
 
 
 # ------------------------------------------------------------------------- device access
@@ -188,13 +187,3 @@ def device_access(
         elif not can_open(path):
             problems.append(Access(name, group_of(path)))
     return problems
-
-
-def join_groups_fix(denied: Iterable[Access]) -> str:
-    groups = sorted({access.group for access in denied if access.group} or {"render"})
-    groups = sorted(set(groups) | {"video"}) if "render" in groups else groups
-    return (
-        f"Add yourself to the group{'s' if len(groups) > 1 else ''} that may open the GPU: "
-        f"`sudo usermod -aG {','.join(groups)} $USER`, then log out and in again (or "
-        "restart); `groups` then lists it."
-    )

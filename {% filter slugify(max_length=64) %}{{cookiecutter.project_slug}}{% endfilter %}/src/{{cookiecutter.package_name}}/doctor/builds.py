@@ -1,4 +1,4 @@
-"""Which build of torch is installed, which the environment needs, and the fix when they differ.
+"""Which build of torch is installed (facts; the rule about it is ``rules/torch_build.py``).
 
 The same torch version exists in several builds: PyTorch's indexes tag theirs (2.14.1+xpu,
 +rocm7.14, +cu130, +cpu); PyPI's wheel has no tag in its metadata, but its ``torch/version.py``
@@ -17,10 +17,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
-
-from ..machinery.project import Project
-from .envcheck import FAIL, OK, WARN, Finding, install_command
-from .recommend import stack_of_tag
 
 STACK_NAMES = {"xpu": "XPU", "rocm": "ROCm", "cuda": "CUDA", "cpu": "CPU"}
 
@@ -44,6 +40,25 @@ class TorchBuild:
             tag = f"+{self.tag}, " if self.tag else ""
             return f"PyPI's build ({tag}{kind})"
         return f"PyTorch's {kind} build (+{self.tag})"
+
+
+def stack_of_tag(tag: str) -> str | None:
+    """A build tag's stack: 'xpu' -> xpu, 'rocm7.14' -> rocm, 'cu130' -> cuda, 'cpu' -> cpu."""
+    tag = tag.lower()
+    for prefix, stack in (("xpu", "xpu"), ("rocm", "rocm"), ("cu", "cuda"), ("cpu", "cpu")):
+        if tag.startswith(prefix):
+            return stack
+    return None
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (pip's name), or None."""
+    from importlib import metadata  # Python 3.8+
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def torch_version_file() -> str:
@@ -71,64 +86,3 @@ def torch_build(
         return TorchBuild(version, version.split("+", 1)[1], from_pypi=False)
     match = re.search(r"""__version__\s*=\s*['"][^'"+]*\+([\w.]+)['"]""", version_file() or "")
     return TorchBuild(version, match.group(1) if match else "", from_pypi=True)
-
-
-def expected_tag(project: Project) -> str:
-    """The local tag the stack's environment file pins ('xpu', 'rocm7.14'); '' for PyPI's."""
-    return str(project.stacks.get(project.accelerator, {}).get("local_version", "")).lstrip("+")
-
-
-def reinstall_command(project: Project) -> str:
-    tag = expected_tag(project)
-    pins = " ".join(
-        f"{name}=={project.pins[name]}{'+' + tag if tag else ''}"
-        for name in ("torch", "torchvision")
-        if name in project.pins
-    )
-    index = f" --index-url {project.index_url}" if project.index_url else ""
-    return f"`pip install --force-reinstall {pins}{index}`"
-
-
-def check_build(project: Project, build: TorchBuild | None) -> list[Finding]:
-    """The installed build against the one the active stack installs; a GPU stack with another
-    stack's build is a FAIL (it cannot reach its GPU), the cpu stack with a GPU build a WARN."""
-    stack = project.accelerator
-    if build is None or stack == "directml":  # torch-directml brings PyPI's torch itself
-        return []
-    fits = build.stack == stack and (stack != "xpu" or not build.from_pypi)
-    if fits:
-        return [
-            Finding(
-                "torch build",
-                OK,
-                f"torch {build.version} is {build.describe()}, as the {stack} environment needs.",
-                code="TORCH-BUILD-OK",
-            )
-        ]
-    wanted = STACK_NAMES.get(stack, stack)
-    fix = (
-        f"Reinstall torch and torchvision from PyTorch's {wanted} index, which is where the "
-        f"{stack} environment file takes them from: {reinstall_command(project)} (or again "
-        f"{install_command(project)} once the index is reachable)."
-    )
-    if stack == "cpu":
-        return [
-            Finding(
-                "torch build",
-                WARN,
-                f"torch {build.version} is {build.describe()}, not the CPU build: it trains on "
-                "the CPU too, but carries GPU libraries the cpu environment does not need.",
-                fix,
-                code="TORCH-WRONG-BUILD",
-            )
-        ]
-    return [
-        Finding(
-            "torch build",
-            FAIL,
-            f"torch {build.version} is {build.describe()}, not the {wanted} build this {stack} "
-            f"environment needs: it cannot use the GPU, so training runs on the CPU.",
-            fix,
-            code="TORCH-WRONG-BUILD",
-        )
-    ]

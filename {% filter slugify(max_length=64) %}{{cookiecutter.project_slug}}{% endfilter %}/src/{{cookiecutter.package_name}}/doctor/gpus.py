@@ -1,7 +1,7 @@
 """What a GPU is, whatever found it: vendor, integrated or discrete, a one-line description.
 
 Standard library only. ``gpu_windows`` (DXGI, PowerShell) and ``gpu_linux`` (/sys/class/drm,
-nvidia-smi, rocm-smi) both return a ``GpuScan`` of ``Gpu`` records; ``envcheck`` decides.
+nvidia-smi, rocm-smi) both return a ``GpuScan`` of ``Gpu`` records; the rules (``rules/``) decide.
 """
 
 from __future__ import annotations

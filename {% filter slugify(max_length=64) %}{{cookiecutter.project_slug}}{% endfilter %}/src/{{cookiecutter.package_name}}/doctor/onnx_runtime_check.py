@@ -15,9 +15,17 @@ from importlib import metadata
 from typing import Any
 
 from .bounded import describe_error
-from .envcheck import OK, WARN, Finding
+from .findings import OK, WARN, Finding
 
 CHECK = "ONNX Runtime"
+
+CODES = {
+    "ORT-OK": "ONNX Runtime runs a model on its best execution provider.",
+    "ORT-PROVIDER-FAILED": "ONNX Runtime's best execution provider fails; the CPU answers.",
+    "ORT-BROKEN": "ONNX Runtime is installed but does not import, run or compute right.",
+    "ORT-TWO-PACKAGES": "Two ONNX Runtime packages in one environment: they break each other.",
+    "ORT-UNCHECKED": "ONNX Runtime is installed, but onnx (to build the check's model) is not.",
+}
 PACKAGES = ("onnxruntime", "onnxruntime-directml", "onnxruntime-gpu", "onnxruntime-openvino")
 
 

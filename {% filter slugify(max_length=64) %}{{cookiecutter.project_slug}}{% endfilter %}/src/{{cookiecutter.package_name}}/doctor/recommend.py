@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from . import amd_linux
+from .builds import stack_of_tag
 from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu
 from .os_info import OsInfo
 
@@ -68,7 +69,7 @@ def _amdgpu(gpu: Gpu) -> bool:
 def _without_rocm_target(gpu: Gpu) -> bool:
     """AMD on Linux whose gfx target the pinned ROCm build cannot run, not even through a
     close target: ROCm would fail at the first kernel ("invalid device function")."""
-    support = amd_linux.rocm_support(gpu.gfx_target, amd_linux.supported_targets())
+    support = amd_linux.support_of(None, gpu.gfx_target)
     return gpu.driver != "radeon" and support.status == amd_linux.UNSUPPORTED
 
 
@@ -313,15 +314,6 @@ def stack_of_torch(torch_version: str | None, directml: bool) -> str | None:
     if not torch_version or "+" not in torch_version:
         return None
     return stack_of_tag(torch_version.split("+", 1)[1])
-
-
-def stack_of_tag(tag: str) -> str | None:
-    """A build tag's stack: 'xpu' -> xpu, 'rocm7.14' -> rocm, 'cu130' -> cuda, 'cpu' -> cpu."""
-    tag = tag.lower()
-    for prefix, stack in (("xpu", "xpu"), ("rocm", "rocm"), ("cu", "cuda"), ("cpu", "cpu")):
-        if tag.startswith(prefix):
-            return stack
-    return None
 
 
 def installed_stack(version_of: Callable[[str], str | None] | None = None) -> str | None:

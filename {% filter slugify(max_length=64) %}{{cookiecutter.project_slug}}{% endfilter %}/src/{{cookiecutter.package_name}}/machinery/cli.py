@@ -92,6 +92,12 @@ DEVICE_REQUEST = re.compile(r"^(auto|directml|dml|cuda|rocm|xpu|mps|cpu)(?::(\d+
 DEVICE_CHOICES = "auto, directml, directml:N, cuda, cuda:N, xpu, xpu:N, mps or cpu"
 
 
+def device_help(what: str, note: str = "") -> str:
+    """The help of --device, in the same words in every command (HelpFormatter adds the
+    default; ``note`` says it where that cannot)."""
+    return f"{what}: {DEVICE_CHOICES}" + (f" ({note})" if note else "")
+
+
 def device_request(text: str) -> str:
     """--device: checked for its form here; whether the device exists is checked later."""
     if not DEVICE_REQUEST.match(text.strip().lower()):

@@ -117,6 +117,28 @@ def smoke_test(device: torch.device) -> None:
 # Probes for the native backends and the CPU
 
 
+def _each_gpu(
+    kind: str, count: int, name_of: Callable[[int], str], details: dict[str, Any] | None = None
+) -> tuple[list[DeviceOption], list[Unavailable]]:
+    """The GPUs 0..count-1 of ``kind`` (cuda, xpu): each named, then smoke-tested; one that
+    fails is unavailable with the reason, the others stay options."""
+    options, unavailable = [], []
+    for index in range(count):
+        device = torch.device(kind, index)
+        try:
+            name = clean_name(name_of(index))
+            smoke_test(device)
+        except Exception as error:
+            unavailable.append(
+                Unavailable(kind, f"{kind}:{index} failed a smoke test: {one_line(error)}")
+            )
+            continue
+        options.append(
+            DeviceOption(kind, index, name, device, {**(details or {}), "float64": True})
+        )
+    return options, unavailable
+
+
 def probe_cuda() -> tuple[list[DeviceOption], list[Unavailable]]:
     backend = "ROCm" if getattr(torch.version, "hip", None) else "CUDA"
     if not torch.backends.cuda.is_built() and backend == "CUDA":
@@ -127,21 +149,7 @@ def probe_cuda() -> tuple[list[DeviceOption], list[Unavailable]]:
         return [], [Unavailable("cuda", f"{backend} failed to initialise: {one_line(error)}")]
     if count == 0:
         return [], [Unavailable("cuda", f"torch has {backend} support but sees no GPU", False)]
-    options, unavailable = [], []
-    for index in range(count):
-        device = torch.device("cuda", index)
-        try:
-            name = clean_name(torch.cuda.get_device_name(index))
-            smoke_test(device)
-        except Exception as error:
-            unavailable.append(
-                Unavailable("cuda", f"cuda:{index} failed a smoke test: {one_line(error)}")
-            )
-            continue
-        options.append(
-            DeviceOption("cuda", index, name, device, {"backend": backend, "float64": True})
-        )
-    return options, unavailable
+    return _each_gpu("cuda", count, torch.cuda.get_device_name, {"backend": backend})
 
 
 def probe_xpu() -> tuple[list[DeviceOption], list[Unavailable]]:
@@ -154,20 +162,8 @@ def probe_xpu() -> tuple[list[DeviceOption], list[Unavailable]]:
         return [], [
             Unavailable("xpu", "no Intel XPU (needs Intel's torch build, 2.5 or later)", False)
         ]
-    options, unavailable = [], []
-    for index in range(count):
-        device = torch.device("xpu", index)
-        try:
-            get_name = getattr(xpu, "get_device_name", None)
-            name = clean_name(get_name(index)) if get_name else f"Intel XPU {index}"
-            smoke_test(device)
-        except Exception as error:
-            unavailable.append(
-                Unavailable("xpu", f"xpu:{index} failed a smoke test: {one_line(error)}")
-            )
-            continue
-        options.append(DeviceOption("xpu", index, name, device, {"float64": True}))
-    return options, unavailable
+    get_name = getattr(xpu, "get_device_name", None) or (lambda index: f"Intel XPU {index}")
+    return _each_gpu("xpu", count, get_name)
 
 
 def probe_mps() -> tuple[list[DeviceOption], list[Unavailable]]:

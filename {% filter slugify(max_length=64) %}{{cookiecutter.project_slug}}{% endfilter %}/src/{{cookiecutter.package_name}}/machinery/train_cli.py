@@ -20,6 +20,7 @@ from . import distributed
 from .cli import (
     HelpFormatter,
     command,
+    device_help,
     non_negative_float,
     positive_float,
     positive_int,
@@ -92,7 +93,7 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
     add(
         "--device",
         default=defaults.device,
-        help="auto, directml, directml:N, cuda, cuda:N, xpu, mps or cpu",
+        help=device_help("device to train on"),
     )
     add(
         "--data-dir",

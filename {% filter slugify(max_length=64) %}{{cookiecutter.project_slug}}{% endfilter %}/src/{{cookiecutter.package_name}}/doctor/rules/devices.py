@@ -1,0 +1,167 @@
+"""Rules about the devices torch sees: each device it can train on, each backend that should be
+there and is not (with the reason's fix), the device chosen. The fixes name other fixes (the
+Driver's, the Environment's) only when those are printed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...machinery.project import Project
+from ..bounded import describe_error
+from ..findings import FAIL, INSTALLS_BACKEND, OK, REPAIRS_ENVIRONMENT, WARN, Finding
+from . import rocm
+from .packages import install_fix
+
+CODES = {
+    "DEVICE-FOUND": "A device torch can train on.",
+    "DEVICE-NOT-HERE": "Backends this machine or build does not have (one line for all).",
+    "DEVICE-UNAVAILABLE-DIRECTML": "DirectML is unavailable, with the reason.",
+    "DEVICE-UNAVAILABLE-CUDA": "CUDA (or ROCm) is unavailable, with the reason.",
+    "DEVICE-UNAVAILABLE-XPU": "Intel XPU is unavailable, with the reason.",
+    "DEVICE-UNAVAILABLE-MPS": "Apple MPS is unavailable, with the reason.",
+    "DEVICE-DISCOVERY-FAILED": "Listing the devices failed.",
+    "DEVICE-NOT-AVAILABLE": "The device asked for with --device is not available.",
+    "DEVICE-CHOSEN": "The device training would use.",
+    "DEVICE-COUNT": "How many devices of the chosen kind, and the torchrun command for several.",
+}
+
+
+def device_findings(
+    discovery: Any,
+    project: Project,
+    earlier: Sequence[Finding] = (),
+    recommendation: dict[str, Any] | None = None,
+) -> list[Finding]:
+    """One line per device torch can train on, one per backend that should be there and is
+    not (with the reason and its fix), and one line for all the backends this machine or build
+    simply does not have. ``earlier``: the findings so far, whose fixes the advice may name."""
+    findings = []
+    for option in discovery.options:
+        details = option.details or {}
+        float64 = details.get("float64")
+        extra = ""
+        if float64 is not None:
+            extra = f", float64 {'supported' if float64 else 'NOT supported (keep float32)'}"
+        findings.append(
+            Finding("Device", OK, f"{option.label}: {option.name}{extra}.", code="DEVICE-FOUND")
+        )
+    absent = []  # backends this install or machine simply does not have: one line for all
+    for missing in discovery.unavailable:
+        ours = missing.kind == project.accelerator
+        if ours or getattr(missing, "installed", True):
+            status = WARN if ours or project.accelerator != "cpu" else OK
+            fix, role = "", ""
+            if missing.kind == "directml" and ours:
+                fix, role = _directml_fix(missing.reason, project, earlier)
+            elif missing.kind == "cuda":
+                fix, role = _cuda_fix(missing.reason, project, earlier)
+            code = f"DEVICE-UNAVAILABLE-{missing.kind.upper()}"
+            found = f"{missing.kind} unavailable: {missing.reason}."
+            kernels = rocm.invalid_device_function(missing.reason, recommendation, project)
+            if kernels:
+                code, found, fix, role = (
+                    "ROCM-INVALID-DEVICE-FUNCTION",
+                    f"{found} {kernels[0]}",
+                    kernels[1],
+                    "",
+                )
+            findings.append(Finding("Device", status, found, fix, code, role))
+        else:
+            absent.append(f"{missing.kind} ({missing.reason})")
+    if absent:
+        findings.append(
+            Finding(
+                "Device",
+                OK,
+                f"Not on this machine or build: {'; '.join(absent)}.",
+                code="DEVICE-NOT-HERE",
+            )
+        )
+    return findings
+
+
+def discovery_failed(error: BaseException) -> Finding:
+    return Finding(
+        "Device",
+        FAIL,
+        f"Device discovery failed: {describe_error(error)}.",
+        code="DEVICE-DISCOVERY-FAILED",
+    )
+
+
+def not_available(error: BaseException) -> Finding:
+    """The device asked for with --device is not there (the error names what is)."""
+    return Finding(
+        "Chosen",
+        WARN,
+        f"{describe_error(error)}",
+        "Pick one of the available devices.",
+        code="DEVICE-NOT-AVAILABLE",
+    )
+
+
+def chosen(option: Any) -> Finding:
+    return Finding("Chosen", OK, f"{option.label} ({option.name}).", code="DEVICE-CHOSEN")
+
+
+def device_count(line: str) -> Finding:
+    """How many devices of the chosen kind there are (``distributed.devices_line`` words it)."""
+    return Finding("Chosen", OK, line, code="DEVICE-COUNT")
+
+
+def _has_fix(findings: Sequence[Finding], check: str) -> bool:
+    """Whether a ``check`` line with a fix is printed: only then may advice point to it."""
+    return any(finding.check == check and finding.fix for finding in findings)
+
+
+def _gpu_backend_fix(findings: Sequence[Finding]) -> bool:
+    """A GPU line whose fix installs a backend for this GPU (ROCm or XPU) is printed."""
+    return any(f.role == INSTALLS_BACKEND and f.fix for f in findings)
+
+
+def _directml_fix(
+    reason: str, project: Project, findings: Sequence[Finding] = ()
+) -> tuple[str, str]:
+    """(the fix, its role) of DirectML that does not load, by the reason it gives."""
+    if "not installed" in reason:
+        return install_fix(project), REPAIRS_ENVIRONMENT
+    if "libd3d12" in reason or "libdxcore" in reason:
+        backend = _gpu_backend_fix(findings)
+        gpu = " The GPU fix says how PyTorch can use your GPU." if backend else ""
+        here = f"nothing to install, the CPU trains.{gpu}"
+        if _has_fix(findings, "Environment"):
+            here = "the Environment fix says what trains here."
+        return (
+            "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
+            "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: "
+            + here,
+            "",
+        )
+    how = (
+        "as the Driver fix says"
+        if _has_fix(findings, "Driver")
+        else "from the GPU maker's website or Windows Update > Optional updates"
+    )
+    return (
+        f"Update the GPU driver ({how}) and restart; if it persists, train with `--device cpu` "
+        "and report the reason on this line.",
+        "",
+    )
+
+
+def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> tuple[str, str]:
+    """(the fix, its role) of CUDA that is unavailable, by the reason it gives."""
+    if "no CUDA" in reason:  # a CPU-only torch, e.g. PyPI's torch on Windows
+        pins = " ".join(f"{name}=={project.pins[name]}" for name in ("torch", "torchvision"))
+        index = project.index_url or "https://download.pytorch.org/whl/cu130"
+        return (
+            f"Install the CUDA build: `pip install --force-reinstall {pins} --index-url {index}`.",
+            REPAIRS_ENVIRONMENT,
+        )
+    which = " (the Driver fix says which)" if _has_fix(findings, "Driver") else ""
+    return (
+        "CUDA needs an NVIDIA GPU and its driver: check that `nvidia-smi` lists the GPU and "
+        f"update the driver{which}. Without an NVIDIA GPU, the CPU trains.",
+        "",
+    )

@@ -1,0 +1,162 @@
+"""Before a training run: its folder (a new one, or the latest for ``--resume``), the settings
+and checkpoint a resumed run continues with (checked, since a checkpoint may come from
+anywhere), the output folder held for the run, the device and the data. ``train.py`` calls
+these, then hands everything to a ``TrainingRun`` (``run.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ContextManager, Iterator, Sequence
+
+from .. import data
+from ..datasets import folder, mnist
+from . import checkpoints, devices, distributed, output_lock, runs
+from .cli import MAX_SEED
+from .console import say
+from .optim import OPTIMIZERS
+from .run import LAST, RUN_SETTINGS
+from .stopping import TrainError, finite
+
+
+def run_folder(cfg: Any) -> Any:
+    """The run's folder, chosen by the first process under torchrun (``_run_folder``)."""
+    return distributed.same_on_all(_run_folder, cfg)
+
+
+def _run_folder(cfg: Any) -> Any:
+    """``cfg`` with ``output_dir`` set to this run's folder: the one ``--output-dir`` named;
+    else, for ``--resume``, the latest run in ``runs_dir``; else a new folder there named
+    after the time and the settings that differ from the defaults (see ``runs``)."""
+    if cfg.output_dir is not None:
+        return cfg
+    runs_dir = Path(cfg.runs_dir)
+    if cfg.resume:
+        latest = runs.latest_run(runs_dir)
+        if latest is None:
+            raise TrainError(
+                f"Nothing to resume: no run in {runs_dir} has a {LAST}. Start without --resume."
+            )
+        return replace(cfg, output_dir=latest)
+    return replace(cfg, output_dir=runs.new_run_folder(runs_dir, runs.run_name(cfg)))
+
+
+def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
+    """``_resumed_settings`` in the first process; under torchrun the others get its result
+    (the checkpoint may exist on the first machine only)."""
+    return distributed.same_on_all(_resumed_settings, cfg, explicit)
+
+
+def _resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
+    """(settings, checkpoint): for ``--resume``, the saved run's settings and its checkpoint;
+    otherwise ``cfg`` unchanged and None. Options typed with --resume that differ from the
+    saved ones are named in a note: a resumed run keeps its own."""
+    if not cfg.resume:
+        return cfg, None
+    last = Path(cfg.output_dir) / LAST
+    if not last.exists():
+        raise TrainError(f"Nothing to resume: {last} does not exist. Start without --resume.")
+    checkpoint = _load(last)
+    saved = checkpoint["config"]
+    _check_saved_settings(saved, last)
+    ignored = [n for n in explicit if n in RUN_SETTINGS and getattr(cfg, n) != saved.get(n)]
+    if ignored:
+        names = ", ".join("--" + n.replace("_", "-") for n in ignored)
+        say(
+            f"note: --resume continues the saved run with its own settings; ignored: {names}. "
+            "To change them, start a new run (without --resume)."
+        )
+    return replace(cfg, **{n: saved[n] for n in RUN_SETTINGS if n in saved}), checkpoint
+
+
+def _whole(value: Any, low: int, high: int = MAX_SEED) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _number(value: Any, positive: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not finite(value):
+        return False
+    return value > 0 if positive else value >= 0
+
+
+# What each saved setting must be for the run to continue, said the way the user reads it.
+_SAVED_SETTINGS = {
+    "epochs": (lambda v: _whole(v, 1), "a whole number of at least 1"),
+    "batch_size": (lambda v: _whole(v, 1), "a whole number of at least 1"),
+    "lr": (lambda v: v is None or _number(v, positive=True), "a positive number"),
+    "optimizer": (lambda v: v in OPTIMIZERS, "one of " + ", ".join(OPTIMIZERS)),
+    "momentum": (lambda v: _number(v, positive=False), "zero or a positive number"),
+    "weight_decay": (lambda v: _number(v, positive=False), "zero or a positive number"),
+    "seed": (lambda v: _whole(v, 0), f"a whole number from 0 to {MAX_SEED}"),
+    "dataset": (data.is_dataset, "one of " + ", ".join(data.DATASETS) + ", folder:<path>"),
+}
+
+
+def _check_saved_settings(saved: Any, path: Path) -> None:
+    """TrainError unless every saved setting is one a run can continue with (a checkpoint
+    edited by hand, or written by other code, must not end in a traceback mid-run)."""
+    fresh = "Start a new run without --resume, or in another --output-dir."
+    if not isinstance(saved, dict):
+        raise TrainError(f"{path} cannot be resumed: its saved settings are unreadable. {fresh}")
+    for name, (valid, wanted) in _SAVED_SETTINGS.items():
+        if name in saved and not valid(saved[name]):
+            raise TrainError(
+                f"{path} cannot be resumed: its saved setting {name}={saved[name]!r} is not "
+                f"{wanted}. {fresh}"
+            )
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        state = checkpoints.load_checkpoint(path)
+    except checkpoints.CheckpointError as error:
+        raise TrainError(str(error)) from error
+    needed = ("model", "optimizer", "config", "history", "rng", "epochs_done", "position")
+    missing = [k for k in needed if k not in state]
+    if missing:
+        raise TrainError(f"{path} is incomplete (no {', '.join(missing)}); it cannot be resumed.")
+    return state
+
+
+def output_folder(cfg: Any, chosen: bool = True) -> ContextManager[None]:
+    """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
+    which writes no file. ``chosen``: the user typed --output-dir. Under torchrun rank 0 holds
+    it, and a refusal stops every process."""
+    if cfg.dry_run:
+        return contextlib.nullcontext()
+    if not distributed.current().many:
+        return output_lock.claim(cfg.output_dir, chosen)
+    return _held_by_rank_0(cfg.output_dir, chosen)
+
+
+@contextlib.contextmanager
+def _held_by_rank_0(folder: Path, chosen: bool) -> Iterator[None]:
+    with contextlib.ExitStack() as held:
+        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder, chosen)))
+        yield
+
+
+def choose_device(
+    request: str, discovery: devices.Discovery | None
+) -> tuple[devices.DeviceOption, devices.Discovery]:
+    """(the device to train on, everything discovery found): ``request`` is --device."""
+    found = discovery if discovery is not None else devices.discover()
+    try:
+        return devices.choose(request, found), found
+    except devices.DeviceNotAvailable as error:
+        raise TrainError(str(error)) from error
+
+
+def load_data(name: str, data_dir: Path) -> data.Dataset:
+    """The dataset on the CPU; under torchrun the first process on each machine loads (and
+    downloads) it first."""
+    return distributed.first_then_others(lambda: _load_data(name, data_dir))
+
+
+def _load_data(name: str, data_dir: Path) -> data.Dataset:
+    try:
+        return data.load_dataset(name, data_dir)
+    except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:
+        raise TrainError(str(error)) from error
