@@ -18,6 +18,7 @@ training in the middle of an epoch, hang it, or count the same picture many time
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -174,6 +175,15 @@ def check_picture(path: Path) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
+def _identity(path: Path, info: os.stat_result) -> tuple[int, int]:
+    """(device, file number): the same pair for a file reached by two names. A Windows folder
+    listing leaves both 0; os.stat reads them there (one more call per picture)."""
+    if info.st_ino == 0:
+        with contextlib.suppress(OSError):
+            info = os.stat(path, follow_symlinks=False)
+    return info.st_dev, info.st_ino
+
+
 def scan(root: Path, threads: int | None = None) -> Scan:
     """Every usable picture in the class folders of ``root``, each checked; what was skipped,
     and why. ``root`` itself may be a link (the user named it)."""
@@ -183,8 +193,8 @@ def scan(root: Path, threads: int | None = None) -> Scan:
     seen: dict[tuple[int, int], Path] = {}
     for label, name in enumerate(classes):
         for path, info in _files(root, root / name, result.skipped):
-            key = (info.st_dev, info.st_ino)
-            if info.st_ino and key in seen:  # a hard link: one file in two places
+            key = _identity(path, info)
+            if key[1] and key in seen:  # a hard link: one file in two places
                 first = seen[key].relative_to(root).as_posix()
                 result.skipped.append(Skipped(path.relative_to(root), f"the same file as {first}"))
                 continue
