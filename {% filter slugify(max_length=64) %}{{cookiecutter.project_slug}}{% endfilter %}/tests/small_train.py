@@ -1,5 +1,5 @@
-"""``python -m {{ cookiecutter.package_name }}.train`` on a small synthetic set, for tests that start
-training in other processes (torchrun's among them): the same command line, less data.
+"""The project's train command on a small synthetic set, for tests that start training in
+other processes (torchrun's among them): the same command line, less data.
 
     torchrun --standalone --nproc-per-node=2 tests/small_train.py --dataset synthetic ...
 
