@@ -51,6 +51,8 @@ STEPS_COMPARED = 20
 STEP_LOSS_RTOL = 1e-3  # as the generated tests/test_directml_device.py states
 ACCURACY_POINTS = 0.5
 RUN_MARK = "TIER-RUN "
+DRAW_MARK = "TIER-DRAW "
+PROBABILITY_ATOL = 1e-3  # the page rounds to 4 digits
 # docs/checks scripts that run on the device. Not here: directml_wheels.py asks PyPI, not a
 # device; device_names.py makes torch raise C++ exceptions on purpose, whose unwinding under
 # Wine 8 ends in an access violation ("Unhandled page fault on write access ... at address
@@ -69,12 +71,34 @@ for script in sys.argv[1:]:
     print({RUN_MARK!r} + script + " " + str(code), flush=True)
 """
 COMMANDS_CHILD = f"""
-import json, sys
-from {{package}} import data, evaluate, train
+import http.client, io, json, sys, threading
+from pathlib import Path
+from PIL import Image, ImageDraw
+from {{package}} import data, draw, evaluate, train
 data.SYNTHETIC_TRAIN_SIZE, data.SYNTHETIC_TEST_SIZE = 1536, 512
 for module, argv in json.loads(sys.argv[1]):
     code = {{{{"train": train, "evaluate": evaluate}}}}[module].main(argv)
     print({RUN_MARK!r} + json.dumps([module, argv, code]), flush=True)
+# The draw page served from DirectML: one drawn stroke posted as the page posts it, and the
+# same drawing read by the CPU.
+paper = Image.new("L", (280, 280), 255)
+ImageDraw.Draw(paper).line([(150, 40), (130, 240)], fill=0, width=22)
+png = io.BytesIO()
+paper.save(png, "PNG")
+reader, _ = draw.load_reader(Path(sys.argv[2]), "directml")
+server = draw.make_server(reader)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+connection.request("POST", "/predict", png.getvalue(), {{{{"Content-Type": "image/png"}}}})
+served = json.loads(connection.getresponse().read())
+connection.close()
+server.shutdown()
+server.server_close()
+cpu, _ = draw.load_reader(Path(sys.argv[2]), "cpu")
+local = cpu.read(draw.decode_png(png.getvalue()))
+answers = {{{{name: {{{{key: answer[key]["probabilities"] for key in ("prepared", "as_drawn")}}}}
+           for name, answer in (("directml", served), ("cpu", local))}}}}
+print({DRAW_MARK!r} + json.dumps({{{{"device": served["device"], **answers}}}}), flush=True)
 """
 
 
@@ -174,10 +198,11 @@ def test_verify_install_says_it_works_on_the_real_device_and_that_it_is_emulated
     assert "\\u0000" not in json.dumps(report)  # the NUL that ends DXCore's name is gone
 
 
-def test_training_and_evaluate_on_directml_give_the_cpus_results(dml, project, tmp_path):
+def test_training_evaluate_and_draw_on_directml_give_the_cpus_results(dml, project, tmp_path):
     """``train --dataset synthetic`` for 2 epochs on each device with the same seed (small
-    synthetic digits), then ``evaluate`` of the DirectML checkpoint on each device: one Windows
-    Python runs all four commands (a cold ``import torch`` under Wine costs 25-45 s)."""
+    synthetic digits), then ``evaluate`` of the DirectML checkpoint on each device, then the
+    draw page served from DirectML answering one drawing: one Windows Python runs it all (a
+    cold ``import torch`` under Wine costs 25-45 s)."""
     out = {device: tmp_path / device for device in ("directml", "cpu")}
     common = ["--dataset", "synthetic", "--epochs", "2", "--seed", "1"]
     commands = [
@@ -188,7 +213,7 @@ def test_training_and_evaluate_on_directml_give_the_cpus_results(dml, project, t
     for device in out:
         commands.append(["evaluate", ["--checkpoint", checkpoint, "--device", device]])
     child = COMMANDS_CHILD.format(package=package_of(project))
-    result = run_project(dml, project, "-c", child, json.dumps(commands))
+    result = run_project(dml, project, "-c", child, json.dumps(commands), checkpoint)
     codes = [json.loads(line[len(RUN_MARK) :])[2] for line in result.stdout.splitlines()
              if line.startswith(RUN_MARK)]  # fmt: skip
 
@@ -214,6 +239,16 @@ def test_training_and_evaluate_on_directml_give_the_cpus_results(dml, project, t
     print("evaluate of the DirectML checkpoint (directml, cpu):", evaluated)
     assert len(evaluated) == 2 and evaluated[0] == evaluated[1], evaluated
     assert evaluated[0].startswith(f"Test accuracy: {accuracy['directml']:.2f}%"), evaluated
+    # The draw page served from DirectML answers a drawn stroke as the CPU reads it.
+    drawn = [line for line in result.stdout.splitlines() if line.startswith(DRAW_MARK)]
+    assert len(drawn) == 1, result.output[-4000:]
+    answers = json.loads(drawn[0][len(DRAW_MARK) :])
+    print("draw page on", answers["device"], {k: answers[k] for k in ("directml", "cpu")})
+    assert answers["device"].startswith("directml:0")
+    for kind in ("prepared", "as_drawn"):
+        served, local = answers["directml"][kind], answers["cpu"][kind]
+        assert served.index(max(served)) == local.index(max(local))
+        assert served == pytest.approx(local, abs=PROBABILITY_ATOL)
 
 
 def test_the_checks_of_docs_directml_md_agree_on_the_device(dml, project):
