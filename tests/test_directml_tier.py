@@ -15,14 +15,20 @@ verify_install, and the training and evaluate commands run on it against the CPU
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
+import numpy
 import pytest
 import torch
 import wine_directml  # noqa: E402  (tools/ is on sys.path: see conftest)
-from conftest import wine_python
+from conftest import CONTEXT, wine_python
 
 pytestmark = [pytest.mark.windows, pytest.mark.directml, pytest.mark.slow]
 
@@ -100,6 +106,54 @@ answers = {{{{name: {{{{key: answer[key]["probabilities"] for key in ("prepared"
            for name, answer in (("directml", served), ("cpu", local))}}}}
 print({DRAW_MARK!r} + json.dumps({{{{"device": served["device"], **answers}}}}), flush=True)
 """
+
+
+ORT_MARK = "TIER-ORT "
+ORT_LOGIT_ATOL = 1e-3  # the export's own tolerance between PyTorch and ONNX Runtime
+# The copyable predict.py, run as a learner's program runs it: the best provider, then the CPU.
+ORT_CHILD = f"""
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])  # the Windows wheel of onnxruntime-directml, unpacked
+import predict
+images = np.load(sys.argv[3])
+best = predict.Model(sys.argv[2])
+cpu = predict.Model(sys.argv[2], "CPUExecutionProvider")
+on_best = np.concatenate([best.logits(image[None]) for image in images])
+on_cpu = np.concatenate([cpu.logits(image[None]) for image in images])
+print({ORT_MARK!r} + json.dumps({{
+    "provider": best.provider, "fallback": best.fallback,
+    "largest_difference": float(np.abs(on_best - on_cpu).max()),
+    "same_answers": int((on_best.argmax(1) == on_cpu.argmax(1)).sum()), "images": len(images),
+}}), flush=True)
+"""
+
+
+def windows_onnxruntime_directml(cache: Path) -> Path:
+    """The DirectML stack's ONNX Runtime for Windows CPython 3.11 (the version its environment
+    files pin), unpacked with what it imports beyond numpy; cached by that version."""
+    wanted = [
+        (name, version)
+        for name, version, marker in CONTEXT["_onnx"]["directml"]
+        if name == "onnxruntime-directml" and '>= "3.11"' in marker
+    ]
+    ((name, version),) = wanted
+    site = cache / f"onnxruntime-directml-{version}"
+    if (site / "onnxruntime").is_dir():
+        return site
+    wheels = cache / f"onnxruntime-directml-{version}-wheels"
+    packages = [f"{name}=={version}", "flatbuffers", "protobuf", "sympy", "mpmath", "packaging"]
+    download = ["download", "--no-deps", "--only-binary=:all:", "--platform", "win_amd64"]
+    download += ["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311"]
+    download += ["--abi", "abi3", "--abi", "none", "-d", str(wheels), *packages]
+    result = wine_python.pip(*download)
+    assert result.returncode == 0, f"the Windows wheels could not be downloaded: {result.stderr}"
+    partial = site.with_name(site.name + ".partial")
+    for wheel in wheels.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(partial)
+    partial.rename(site)
+    return site
 
 
 @pytest.fixture(scope="session")
@@ -264,3 +318,43 @@ def test_the_checks_of_docs_directml_md_agree_on_the_device(dml, project):
     # Those that look for DirectML found it: the device itself was used.
     assert "DirectML: not available" not in result.stdout
     assert "model.to('privateuseone')" in result.stdout
+
+
+def test_onnx_runtime_runs_the_exported_model_on_directml_as_on_the_cpu(dml, project, tmp_path):
+    """The exported model (export on this machine's torch), run by the project's predict.py
+    with the Windows wheel of onnxruntime-directml: its DirectML execution provider on the
+    emulated device answers, and gives the CPU provider's logits."""
+    package = package_of(project)
+    run = tmp_path / "run"
+    model = tmp_path / "model.onnx"
+    for command in (
+        ["train", "--dataset", "synthetic", "--epochs", "1", "--output-dir", str(run)],
+        ["export", "--checkpoint", str(run / "best.pt"), "--output", str(model)],
+    ):
+        finished = subprocess.run(
+            [sys.executable, "-m", f"{package}.{command[0]}", *command[1:]], cwd=project,
+            env={**os.environ, "PYTHONPATH": str(project / "src")}, capture_output=True,
+            text=True, timeout=600,
+        )  # fmt: skip
+        assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    sys.path.insert(0, str(project / "src"))
+    try:  # the test digits as the model takes them, prepared by the project itself
+        data = importlib.import_module(f"{package}.data")
+        test = data.load_test_split("synthetic", None)[0]
+        images = data.to_model_input(test.images[:64], torch.device("cpu")).numpy()
+    finally:
+        sys.path.remove(str(project / "src"))
+    numpy.save(tmp_path / "images.npy", images)
+    site = windows_onnxruntime_directml(wine_python.cache_root())
+
+    arguments = [wine_python.winpath(path) for path in (site, model, tmp_path / "images.npy")]
+    result = dml.run(["-c", ORT_CHILD, *arguments], cwd=project / "src" / package,
+                     env={"PYTHONDONTWRITEBYTECODE": "1"}, timeout=RUN_TIMEOUT)  # fmt: skip
+
+    lines = [line for line in result.stdout.splitlines() if line.startswith(ORT_MARK)]
+    assert len(lines) == 1, result.output[-4000:]
+    answer = json.loads(lines[0][len(ORT_MARK) :])
+    print("\nONNX Runtime under the emulation:", answer)
+    assert answer["provider"] == "DmlExecutionProvider" and answer["fallback"] == ""
+    assert answer["largest_difference"] <= ORT_LOGIT_ATOL
+    assert answer["same_answers"] == answer["images"] == 64
