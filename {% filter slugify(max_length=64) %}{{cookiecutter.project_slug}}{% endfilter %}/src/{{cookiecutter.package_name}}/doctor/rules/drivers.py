@@ -9,7 +9,7 @@ from typing import Iterable
 
 from ...machinery.project import Project
 from ..drivers import driver_age, nvidia_branch
-from ..findings import WARN, Finding
+from ..findings import UPDATES_DRIVER, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, QUALCOMM, Gpu
 from ..os_info import OsInfo
 
@@ -45,6 +45,7 @@ def old_drivers(gpus: Iterable[Gpu], today: datetime.date) -> list[Finding]:
                 f"Install the current driver with {where}. If the maker no longer updates this "
                 "GPU, the old driver is the last one; DirectML may then fail on some operators.",
                 code="DRIVER-OLD",
+                role=UPDATES_DRIVER,
             )
         )
     return findings
@@ -76,6 +77,7 @@ def too_old_for_cuda(project: Project, info: OsInfo, gpus: Iterable[Gpu]) -> lis
                     f"Install NVIDIA driver {CUDA_MIN_DRIVER[cuda]} or newer "
                     f"({DRIVER_DOWNLOADS[NVIDIA]}; on Linux the distribution's packages).",
                     code="DRIVER-TOO-OLD-FOR-CUDA",
+                    role=UPDATES_DRIVER,
                 )
             )
     return findings
