@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from .cli import silence_stdout, stdout_gone
+from .ranks import current, is_main
 
 if TYPE_CHECKING:  # only for the type hints: run imports console at run time
     from .devices import Discovery
@@ -33,8 +34,6 @@ def say(message: str) -> None:
 
 def epoch_bar(epoch: int, epochs: int, total: int, initial: int) -> tqdm:
     """The progress bar of one epoch: ``total`` batches, ``initial`` already done."""
-    from .distributed import is_main  # here: distributed imports stopping, which needs say
-
     return tqdm(
         total=total,
         initial=initial,
@@ -88,8 +87,6 @@ def print_header(run: TrainingRun, found: Discovery, resumed: bool) -> None:
     say(f"  data    : {run.dataset.description}")
     for note in run.dataset.notes:  # a folder's left-out folders and skipped files
         say(f"  note    : {note}")
-    from .distributed import current
-
     processes = current()
     if processes.many:
         say(
