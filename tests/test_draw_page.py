@@ -81,6 +81,12 @@ def trained(bake_once):
     return baked
 
 
+def ctrl_c_as_from_a_terminal() -> None:
+    """Run in the child before it starts: Ctrl+C's default action. A test runner started as a
+    background job of a script ignores SIGINT, and its children would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="module")
 def page(trained):
     """The running command: (url, its output so far, seconds from the command to the page)."""
@@ -93,6 +99,7 @@ def page(trained):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=None if sys.platform == "win32" else ctrl_c_as_from_a_terminal,
     )
     timer = threading.Timer(300, child.kill)
     timer.start()

@@ -290,6 +290,12 @@ def test_ctrl_c_stops_it_and_frees_the_port(trained_run, cpu_only, monkeypatch, 
     assert started["server"].socket.fileno() == -1  # closed: the port is free again
 
 
+def ctrl_c_as_from_a_terminal() -> None:
+    """Run in the child before it starts: Ctrl+C's default action. A test runner started as a
+    background job of a script ignores SIGINT, and its children would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_the_command_serves_the_page_and_says_which_device_answers(trained_run, child_limit):
     path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
     command = [sys.executable, "-m", f"{draw.__package__}.draw", "--device", "cpu", "--no-browser"]
@@ -300,6 +306,7 @@ def test_the_command_serves_the_page_and_says_which_device_answers(trained_run, 
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=None if sys.platform == "win32" else ctrl_c_as_from_a_terminal,
     )
     timer = threading.Timer(child_limit, child.kill)
     timer.start()
