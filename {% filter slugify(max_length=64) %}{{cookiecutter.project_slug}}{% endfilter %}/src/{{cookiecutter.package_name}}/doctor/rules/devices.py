@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ...machinery.project import Project
 from ..bounded import describe_error
 from ..findings import FAIL, INSTALLS_BACKEND, OK, REPAIRS_ENVIRONMENT, WARN, Finding
-from . import rocm
+from . import cuda, rocm
 from .packages import install_fix
 
 CODES = {
@@ -32,10 +32,14 @@ def device_findings(
     project: Project,
     earlier: Sequence[Finding] = (),
     recommendation: dict[str, Any] | None = None,
+    torch_said: str = "",
+    measured: Sequence[tuple[str, str]] = (),
 ) -> list[Finding]:
     """One line per device torch can train on, one per backend that should be there and is
     not (with the reason and its fix), and one line for all the backends this machine or build
-    simply does not have. ``earlier``: the findings so far, whose fixes the advice may name."""
+    simply does not have. ``earlier``: the findings so far, whose fixes the advice may name.
+    ``torch_said``: torch's warnings while it listed the devices; ``measured``: (GPU name,
+    compute capability) from torch."""
     findings = []
     for option in discovery.options:
         details = option.details or {}
@@ -66,6 +70,12 @@ def device_findings(
                     kernels[1],
                     "",
                 )
+            image = None
+            if missing.kind == "cuda":
+                text = f"{missing.reason} {torch_said}"
+                image = cuda.no_kernel_image(text, recommendation, project, measured)
+            if image:
+                code, found, fix, role = "CUDA-NO-KERNEL-IMAGE", f"{found} {image[0]}", image[1], ""
             findings.append(Finding("Device", status, found, fix, code, role))
         else:
             absent.append(f"{missing.kind} ({missing.reason})")

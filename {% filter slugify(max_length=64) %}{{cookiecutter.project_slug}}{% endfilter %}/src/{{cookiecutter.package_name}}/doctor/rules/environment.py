@@ -99,6 +99,7 @@ STACK_SYSTEMS = {
     "rocm": ("Linux",),
     "xpu": ("Windows", "Linux"),
     "cuda": ("Windows", "Linux", "WSL2"),
+    "cuda-legacy": ("Windows", "Linux", "WSL2"),
 }
 
 
