@@ -35,7 +35,8 @@ CUDA_ARCHS = {
     "cuda": ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0+PTX"),
     "cuda-legacy": ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"),
 }
-CUDA_BUILDS = {"cuda": "2.14.1+cu130", "cuda-legacy": "2.14.1+cu126 (final)"}
+CUDA_BUILDS = {"cuda": "2.14.1+cu130", "cuda-legacy": "2.14.1+cu126"}
+FINAL = {"cuda-legacy": "final: PyTorch 2.15 has no CUDA 12.x build"}
 OLDEST_ANY_BUILD = (5, 0)  # below this (Kepler, Fermi) no current PyTorch build runs
 
 SMI_SOURCE, NAME_SOURCE, TORCH_SOURCE = "nvidia-smi", "model name", "torch"

@@ -48,7 +48,9 @@ def builds_text(capability: str) -> str:
     if not running:
         return "no current PyTorch build (CUDA builds need compute capability 5.0 or newer)"
     return " and ".join(
-        f"PyTorch {nvidia.CUDA_BUILDS[stack]} (the {stack} environment)" for stack in running
+        f"PyTorch {nvidia.CUDA_BUILDS[stack]} (the {stack} environment"
+        + (f"; {nvidia.FINAL[stack]})" if stack in nvidia.FINAL else ")")
+        for stack in running
     )
 
 

@@ -8,6 +8,7 @@ import re
 from typing import Iterable
 
 from ...machinery.project import Project
+from .. import nvidia
 from ..drivers import driver_age, nvidia_branch, version_fields
 from ..findings import WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, QUALCOMM, Gpu
@@ -76,24 +77,45 @@ def driver_minimum(project: Project, info: OsInfo) -> tuple[str, str] | None:
     return (oldest, cuda) if oldest else None
 
 
-def too_old_for_cuda(project: Project, info: OsInfo, gpus: Iterable[Gpu]) -> list[Finding]:
-    minimum = driver_minimum(project, info)
-    if minimum is None:
-        return []
-    oldest, cuda = minimum
+def _stack_for_driver(project: Project, gpu: Gpu, best: str) -> str | None:
+    """The stack whose CUDA build the driver must run: the active one when its build runs the
+    GPU; else the recommended CUDA stack when that one does; None when no CUDA build runs it
+    (Kepler, Fermi: no driver update helps)."""
+    active = project.accelerator
+    if active not in nvidia.CUDA_STACKS:
+        return active
+    capability = nvidia.capability_of(gpu)
+    if not capability or nvidia.runs_on(capability, nvidia.CUDA_ARCHS[active]):
+        return active
+    known = best in nvidia.CUDA_STACKS and best in project.stacks
+    return best if known and nvidia.runs_on(capability, nvidia.CUDA_ARCHS[best]) else None
+
+
+def too_old_for_cuda(
+    project: Project, info: OsInfo, gpus: Iterable[Gpu], best: str = ""
+) -> list[Finding]:
+    """An NVIDIA driver older than the CUDA build needs: the active stack's, or the recommended
+    CUDA stack's (``best``) when only that one runs the GPU."""
     findings = []
     for gpu in gpus:
         branch = nvidia_branch(gpu.driver_version) if gpu.vendor_id == NVIDIA else None
-        if branch is not None and version_fields(branch[1]) < version_fields(oldest):
-            findings.append(
-                Finding(
-                    "Driver",
-                    WARN,
-                    f"{gpu.name}: NVIDIA driver {branch[1]} is older than {oldest}, the oldest "
-                    f"that runs this project's CUDA {cuda} build of torch.",
-                    f"Install NVIDIA driver {oldest} or newer "
-                    f"({DRIVER_DOWNLOADS[NVIDIA]}; on Linux the distribution's packages).",
-                    code="DRIVER-TOO-OLD-FOR-CUDA",
-                )
+        stack = _stack_for_driver(project, gpu, best) if branch is not None else None
+        minimum = driver_minimum(project.for_stack(stack), info) if stack else None
+        if branch is None or minimum is None:
+            continue
+        oldest, cuda = minimum
+        if version_fields(branch[1]) >= version_fields(oldest):
+            continue
+        whose = "this project's" if stack == project.accelerator else f"the {stack} environment's"
+        findings.append(
+            Finding(
+                "Driver",
+                WARN,
+                f"{gpu.name}: NVIDIA driver {branch[1]} is older than {oldest}, the oldest "
+                f"that runs {whose} CUDA {cuda} build of torch.",
+                f"Install NVIDIA driver {oldest} or newer "
+                f"({DRIVER_DOWNLOADS[NVIDIA]}; on Linux the distribution's packages).",
+                code="DRIVER-TOO-OLD-FOR-CUDA",
             )
+        )
     return findings

@@ -48,7 +48,7 @@ def check_gpus(
         findings += gpus_linux.check(project, info, scan, best.stack)
         aged = [gpu for gpu in hardware if gpu.vendor_id == NVIDIA]
     findings += drivers.old_drivers(aged, today)
-    findings += drivers.too_old_for_cuda(project, info, hardware)
+    findings += drivers.too_old_for_cuda(project, info, hardware, best.stack)
     return findings
 
 
