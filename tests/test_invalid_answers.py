@@ -167,7 +167,7 @@ def test_an_answer_outside_a_choice_is_refused(bake, question, answer):
 # A replay file (the refusal's own, or .cookiecutter.json) edited by hand reaches the hooks
 # without cookiecutter checking its choices: the pre-generation hook checks each one.
 HAND_EDITED = {
-    "accelerator": ("tpu", "directml, cuda, xpu, rocm or cpu"),
+    "accelerator": ("tpu", "directml, cuda, cuda-legacy, xpu, rocm or cpu"),
     "ide": ("emacs", "pycharm, vscode, both or none"),
     "env_manager": ("pipenv", "conda or venv"),
     "license": ("GPL", "MIT, BSD-3-Clause, Apache-2.0 or none"),
