@@ -84,6 +84,14 @@ INVALID = {
         {"accelerator": "cuda", "python_version": "3.9"},
         "Python 3.9 is not supported with the cuda accelerator: choose 3.10 to 3.14",
     ),
+    "python 3.9 with cuda-legacy": (
+        {"accelerator": "cuda-legacy", "python_version": "3.9"},
+        "Python 3.9 is not supported with the cuda-legacy accelerator: choose 3.10 to 3.14",
+    ),
+    "python 3.15 with cuda-legacy": (
+        {"accelerator": "cuda-legacy", "python_version": "3.15"},
+        "Python 3.15 is not supported with the cuda-legacy accelerator: choose 3.10 to 3.14",
+    ),
     "python version not of the form 3.X": (
         {"python_version": "python3"},
         "The Python version 'python3' is not of the form 3.X",

@@ -135,6 +135,7 @@ ALWAYS = {
     "tests/test_gpu_linux.py",
     "tests/test_gpu_windows.py",
     "tests/test_model.py",
+    "tests/test_nvidia_capability.py",
     "tests/test_onnx.py",
     "tests/test_os_info.py",
     "tests/test_output_lock.py",
