@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import apt_install  # noqa: E402  (tools/ is not a package)
+
 APT_PACKAGES = ["chromium", "chromium-driver"]
-APT_TIMEOUT = 1200
 # Debian's names first; then Google Chrome, which hosted CI images (GitHub's) ship with a
 # matching chromedriver in $CHROMEWEBDRIVER.
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -65,48 +66,20 @@ def find() -> tuple[Path, Path] | None:
     return (Path(browser), Path(driver)) if browser and driver else None
 
 
-def _run(command: list[str], env: dict) -> None:
-    try:
-        completed = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=APT_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-    except subprocess.TimeoutExpired as error:
-        raise ChromiumSetupError(f"{command[0]} did not finish within {APT_TIMEOUT} s") from error
-    if completed.returncode != 0:
-        tail = (completed.stdout[-1500:] + completed.stderr[-1500:]).strip()
-        raise ChromiumSetupError(
-            f"{' '.join(command[:4])} ... exited {completed.returncode}: {tail}"
-        )
-
-
 def ensure() -> tuple[Path, Path]:
     """(browser, driver), installing Debian's packages first when they are missing."""
     found = find()
     if found:
         return found
-    if not sys.platform.startswith("linux") or shutil.which("apt-get") is None:
+    if not apt_install.available():
         raise ChromiumSetupError(
             "the browser test needs Chromium and chromedriver on the PATH; this machine has "
             "no apt-get to install them: install both and run the test again"
         )
-    prefix: list[str] = []
-    if os.geteuid() != 0:
-        if shutil.which("sudo") is None:
-            raise ChromiumSetupError(
-                f"install them as root: apt-get install -y {' '.join(APT_PACKAGES)}"
-            )
-        prefix = ["sudo", "-n"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    _log(f"installing {' '.join(APT_PACKAGES)} with apt-get (about 300 MB, once) ...")
-    _run([*prefix, "apt-get", "update", "-qq"], env)
-    _run(
-        [*prefix, "apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES], env
-    )
+    try:
+        apt_install.install(APT_PACKAGES, size="about 300 MB", log=_log)
+    except apt_install.AptError as error:
+        raise ChromiumSetupError(str(error)) from error
     found = find()
     if not found:
         raise ChromiumSetupError(

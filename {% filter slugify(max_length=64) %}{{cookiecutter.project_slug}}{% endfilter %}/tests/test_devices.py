@@ -12,9 +12,8 @@ import textwrap
 import pytest
 import torch
 
-from {{ cookiecutter.package_name }}.machinery import (
-    devices,
-)
+from {{ cookiecutter.package_name }}.machinery import devices
+from {{ cookiecutter.package_name }}.machinery import directml_probe as dml_probe
 
 CPU = torch.device("cpu")
 BROKEN = torch.device("meta")  # computes nothing: a smoke test on it fails
@@ -152,7 +151,7 @@ def test_auto_prefers_the_discrete_adapter_whatever_its_index():
     ],
 )
 def test_adapter_rank_tells_discrete_from_integrated(name, rank):
-    assert devices.adapter_rank(name) == rank
+    assert dml_probe.adapter_rank(name) == rank
 
 
 def test_directml_reports_float64_support():
@@ -246,26 +245,26 @@ def fake_torch_directml(tmp_path, monkeypatch):
 
 def test_child_probe_reports_an_import_failure(fake_torch_directml, child_limit):
     fake_torch_directml("oserror")
-    reason = devices._probe_directml_in_child(timeout=child_limit)
+    reason = dml_probe._probe_directml_in_child(timeout=child_limit)
     assert reason.startswith("torch_directml failed to load: OSError: libd3d12.so")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="os.abort opens an error dialog on Windows")
 def test_child_probe_survives_a_crash(fake_torch_directml, child_limit):
     fake_torch_directml("crash")
-    reason = devices._probe_directml_in_child(timeout=child_limit)
+    reason = dml_probe._probe_directml_in_child(timeout=child_limit)
     assert reason.startswith("the DirectML check crashed (exit code ")
 
 
 def test_child_probe_gives_up_on_a_hang(fake_torch_directml):
     fake_torch_directml("hang")
-    reason = devices._probe_directml_in_child(timeout=2)
+    reason = dml_probe._probe_directml_in_child(timeout=2)
     assert "did not finish within 2 s" in reason
 
 
 def test_child_probe_reports_is_available_raising(fake_torch_directml, child_limit):
     fake_torch_directml("raising")
-    reason = devices._probe_directml_in_child(timeout=child_limit)
+    reason = dml_probe._probe_directml_in_child(timeout=child_limit)
     assert reason == "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
 
 

@@ -24,7 +24,6 @@ both kinds, so the training loop is the same for both.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import sys
 from dataclasses import dataclass, field, replace
@@ -35,6 +34,7 @@ import torch
 
 from .datasets import folder, mnist, synthetic
 from .datasets.folder import LoaderSplit
+from .datasets.folder_split import folder_split, split_record
 from .machinery.untrusted import printable
 
 # MNIST statistics (training set, pixel values scaled to 0..1): the usual Normalize constants.
@@ -51,7 +51,6 @@ SYNTHETIC_VALIDATION_FRACTION = 0.1
 SYNTHETIC_LABEL = "SYNTHETIC digits (generated, not MNIST)"
 
 DATASETS = ("mnist", "synthetic")  # and folder:<path>, your own images
-FOLDER_HELD_OUT = 0.1  # of a folder's images for validation, and as much again for test
 
 
 def is_dataset(name: Any) -> bool:
@@ -195,79 +194,10 @@ def synthetic_test_digits(size: int | None = None, seed: int = synthetic.SEED) -
     return synthetic_digits(SYNTHETIC_TEST_SIZE if size is None else size, seed + 1_000_003)
 
 
-def split_part(digest: str) -> str:
-    """The part of a picture whose bytes hash to ``digest`` (hex): "val" for the first
-    FOLDER_HELD_OUT of the hash range, "test" for the next as much, else "train". A picture
-    keeps its part whatever else is in the folder, and copies of one picture share theirs."""
-    position = int(digest[:16], 16) / 16**16
-    if position < FOLDER_HELD_OUT:
-        return "val"
-    return "test" if position < 2 * FOLDER_HELD_OUT else "train"
-
-
-def folder_split(digests: Sequence[str]) -> dict[str, list[int]]:
-    """The indices of each part. A part the hash left empty (a folder of a few pictures) takes
-    the training picture nearest to it in the hash range, so that none is empty."""
-    parts: dict[str, list[int]] = {"train": [], "val": [], "test": []}
-    for index, digest in enumerate(digests):
-        parts[split_part(digest)].append(index)
-    for part in ("val", "test"):
-        if not parts[part] and len(parts["train"]) > 1:
-            nearest = min(parts["train"], key=lambda i: digests[i])
-            parts["train"].remove(nearest)
-            parts[part].append(nearest)
-    return parts
-
-
-def split_record(classes: Sequence[str], pictures: Sequence[Any], parts: dict) -> dict:
-    """What a checkpoint keeps of a folder's split: the classes, and per part the count and a
-    hash of its pictures (their content and class), enough to tell that the folder changed."""
-    record: dict[str, Any] = {"classes": list(classes), "rule": "content hash, 10% / 10%"}
-    for part, indices in parts.items():
-        lines = sorted(f"{pictures[i].digest} {pictures[i].label}" for i in indices)
-        digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-        record[part] = {"images": len(indices), "hash": digest}
-    return record
-
-
-def split_change(saved: Any, now: dict[str, Any] | None) -> str | None:
-    """None when a folder holds the pictures a run was trained on (or the data is no folder:
-    ``now`` None); otherwise what changed, in one sentence. ``saved``: the checkpoint's
-    ``split_record``."""
-    if now is None:
-        return None
-    if not isinstance(saved, dict):
-        return (
-            "it does not record which pictures it trained on (an older version saved it), so "
-            "its test pictures cannot be told from its training pictures."
-        )
-    if saved.get("classes") != now["classes"]:
-        then = saved.get("classes")
-        then_text = ", ".join(map(printable, then)) if isinstance(then, list) else "unknown"
-        return (
-            f"the classes changed since training (then: {then_text}; now: "
-            f"{', '.join(map(printable, now['classes']))}), and the model's outputs are the "
-            "classes it trained on."
-        )
-    changed = [
-        f"{part} {now[part]['images']} now, {_images(saved.get(part))} then"
-        for part in ("train", "val", "test")
-        if not isinstance(saved.get(part), dict) or saved[part].get("hash") != now[part]["hash"]
-    ]
-    if not changed:
-        return None
-    return f"the pictures changed since training ({'; '.join(changed)})."
-
-
-def _images(part: Any) -> str:
-    count = part.get("images") if isinstance(part, dict) else None
-    return str(count) if isinstance(count, int) and not isinstance(count, bool) else "?"
-
-
 def load_folder(root: Path) -> Dataset:
-    """Your own images (``datasets/folder.py``): each picture checked, then FOLDER_HELD_OUT of
+    """Your own images (``datasets/folder.py``): each picture checked, then 10 % of
     them for validation, as many for test, the rest for training, chosen by each picture's
-    content (``split_part``): adding or removing pictures moves no other picture."""
+    content (``datasets/folder_split.py``): adding or removing pictures moves no other picture."""
     images, found = folder.image_folder(root)
     if len(images) < 3:
         raise folder.FolderUnavailable(

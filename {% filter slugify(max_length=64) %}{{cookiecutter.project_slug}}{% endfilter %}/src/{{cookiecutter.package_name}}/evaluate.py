@@ -27,6 +27,7 @@ import torch
 
 from . import data
 from .datasets import folder, mnist
+from .datasets.folder_split import split_change
 from .machinery import checkpoints, devices, onnx_runtime, reporting, runs
 from .machinery.checkpoints import BEST, LAST
 from .machinery.cli import (
@@ -153,7 +154,7 @@ def evaluate_checkpoint(
             classes, notes = dataset.classes, list(dataset.notes)
     except (devices.DeviceNotAvailable, mnist.MNISTUnavailable, ValueError) as error:
         raise EvaluationError(str(error)) from error
-    change = data.split_change(state.get("data_split"), dataset.split if dataset else None)
+    change = split_change(state.get("data_split"), dataset.split if dataset else None)
     if change is not None and change.startswith("the classes"):
         raise EvaluationError(
             f"{path} cannot be evaluated on {printable(name)}: {change} Put the class folders "

@@ -13,7 +13,7 @@ training in the middle of an epoch, hang it, or count the same picture many time
 - every picture is opened and decoded once, before the first epoch; what cannot be used is
   skipped, and the reason is said per file;
 - each picture's bytes are hashed: the hash decides its part (training, validation, test) in
-  ``data.load_folder``, so the split does not move when pictures are added or removed.
+  ``datasets/folder_split.py``, so the split does not move when pictures are added or removed.
 """
 
 from __future__ import annotations

@@ -56,11 +56,13 @@ def run_checks(
     gpu_scan: GpuScan | None = None,
     today: datetime.date | None = None,
     details: dict | None = None,
+    active: str | None = None,
 ) -> list[Finding]:
     """All standard-library checks; arguments replace the real system in tests.
 
     ``details``, when given, receives "recommendation": the best environment for this
-    machine as a dict (stack, why, gpu, files, commands, and the active stack)."""
+    machine as a dict (stack, why, gpu, files, commands, and the active stack). ``active``:
+    the stack of this environment when the caller has read it already."""
     try:
         project = project or load_project()
     except Exception as error:  # a damaged project.json: say so, check nothing else
@@ -82,7 +84,9 @@ def run_checks(
         return facts.with_scan(gpu_scan or gather.scan_gpus(facts.os))
 
     def with_active(facts: Facts) -> Facts:
-        return facts if context == "hook" else facts.with_active(gather.active_stack(project))
+        if context == "hook":
+            return facts
+        return facts.with_active(active or gather.active_stack(project))
 
     # Each subject: the facts it adds, then its rules. One that fails stops none of the others.
     subjects: list[tuple[Callable[[Facts], Facts] | None, Callable[[Facts], Iterable[Finding]]]] = [

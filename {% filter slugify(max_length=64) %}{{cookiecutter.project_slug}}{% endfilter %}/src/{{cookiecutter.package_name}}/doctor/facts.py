@@ -74,5 +74,8 @@ def detect_os() -> OsInfo:
 
 def active_stack(project: Project) -> str | None:
     """The stack this environment serves: its name's (.venv-xpu, <project>-xpu), else its
-    torch build's, else None (unknown)."""
-    return recommend.active_stack(project.stacks, project.project_slug)
+    torch build's, else None (unknown, and so judged by the project's default stack)."""
+    try:
+        return recommend.active_stack(project.stacks, project.project_slug)
+    except Exception:  # damaged package metadata
+        return None

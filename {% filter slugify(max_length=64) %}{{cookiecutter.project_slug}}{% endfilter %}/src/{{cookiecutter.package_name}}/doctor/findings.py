@@ -8,6 +8,7 @@ Standard library only (the project generator's hook imports the doctor before to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -18,6 +19,8 @@ CODES = {
 # Roles: how a later step may treat a finding's fix.
 REPAIRS_ENVIRONMENT = "repairs-environment"  # defers to the recommended environment, if another
 INSTALLS_BACKEND = "installs-backend"  # installs the stack that lets PyTorch use this GPU
+CHOOSES_ENVIRONMENT = "chooses-environment"  # creates the environment that fits this machine
+UPDATES_DRIVER = "updates-driver"  # installs a newer GPU driver
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,15 @@ class Finding:
 
     def with_fix(self, fix: str) -> Finding:
         return Finding(self.check, self.status, self.found, fix, self.code, self.role)
+
+
+def printed_fix(findings: Sequence[Finding], role: str) -> str | None:
+    """How advice names the printed fix of ``role`` ("the Driver fix"), or None when no such
+    fix is printed: a fix may point at another only by its role, and only when it is there."""
+    for finding in findings:
+        if finding.role == role and finding.fix:
+            return f"the {finding.check} fix"
+    return None
 
 
 def internal_error(what: str) -> Finding:

@@ -42,8 +42,9 @@ from ..machinery.cli import (
     write_out,
 )
 from ..machinery.project import Project, load_project
-from . import emulation, envcheck, onnx_runtime_check, probes, recommend
+from . import emulation, envcheck, onnx_runtime_check, probes
 from .bounded import describe_error
+from .facts import active_stack
 from .findings import FAIL
 from .render import render_markdown, render_text
 from .report import (
@@ -74,17 +75,6 @@ def load_modules() -> tuple[Any, Any, Any]:
     )
 
 
-def active_stack(project: Project | None = None) -> str | None:
-    """The stack this environment serves (xpu, rocm, cuda, cpu or directml): the one its name
-    says (.venv-xpu, <project>-xpu), else the one its torch's build tag says, else None."""
-    try:
-        if project is None:
-            return recommend.installed_stack()
-        return recommend.active_stack(project.stacks, project.project_slug)
-    except Exception:  # damaged metadata: judge by the project's default stack
-        return None
-
-
 def run(request: str = "auto") -> Report:
     started = time.perf_counter()
     try:
@@ -98,7 +88,8 @@ def run(request: str = "auto") -> Report:
     default = project.accelerator
     # The checks follow the stack of the environment file in use (a workshop project carries
     # one per GPU family), so an xpu environment in a directml project is judged by xpu's pins.
-    project = project.for_stack(active_stack(project) or default)
+    active = active_stack(project)
+    project = project.for_stack(active or default)
     report = Report(
         project={
             "name": project.project_name,
@@ -110,7 +101,9 @@ def run(request: str = "auto") -> Report:
         }
     )
     details: dict[str, Any] = {}
-    report.findings.extend(envcheck.run_checks(context="project", project=project, details=details))
+    report.findings.extend(
+        envcheck.run_checks(context="project", project=project, details=details, active=active)
+    )
     report.recommendation = details.get("recommendation")
     findings, report.packages = packages.check_packages(project)
     report.lap("environment", started)

@@ -9,7 +9,17 @@ from typing import Any, Sequence
 
 from ...machinery.project import Project
 from ..bounded import describe_error
-from ..findings import FAIL, INSTALLS_BACKEND, OK, REPAIRS_ENVIRONMENT, WARN, Finding
+from ..findings import (
+    CHOOSES_ENVIRONMENT,
+    FAIL,
+    INSTALLS_BACKEND,
+    OK,
+    REPAIRS_ENVIRONMENT,
+    UPDATES_DRIVER,
+    WARN,
+    Finding,
+    printed_fix,
+)
 from . import cuda, rocm
 from .packages import install_fix
 
@@ -120,16 +130,6 @@ def device_count(line: str) -> Finding:
     return Finding("Chosen", OK, line, code="DEVICE-COUNT")
 
 
-def _has_fix(findings: Sequence[Finding], check: str) -> bool:
-    """Whether a ``check`` line with a fix is printed: only then may advice point to it."""
-    return any(finding.check == check and finding.fix for finding in findings)
-
-
-def _gpu_backend_fix(findings: Sequence[Finding]) -> bool:
-    """A GPU line whose fix installs a backend for this GPU (ROCm or XPU) is printed."""
-    return any(f.role == INSTALLS_BACKEND and f.fix for f in findings)
-
-
 def _directml_fix(
     reason: str, project: Project, findings: Sequence[Finding] = ()
 ) -> tuple[str, str]:
@@ -137,20 +137,26 @@ def _directml_fix(
     if "not installed" in reason:
         return install_fix(project), REPAIRS_ENVIRONMENT
     if "libd3d12" in reason or "libdxcore" in reason:
-        backend = _gpu_backend_fix(findings)
-        gpu = " The GPU fix says how PyTorch can use your GPU." if backend else ""
+        backend = printed_fix(findings, INSTALLS_BACKEND)
+        gpu = (
+            f" {backend[0].upper()}{backend[1:]} says how PyTorch can use your GPU."
+            if backend
+            else ""
+        )
         here = f"nothing to install, the CPU trains.{gpu}"
-        if _has_fix(findings, "Environment"):
-            here = "the Environment fix says what trains here."
+        environment = printed_fix(findings, CHOOSES_ENVIRONMENT)
+        if environment:
+            here = f"{environment} says what trains here."
         return (
             "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
             "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: "
             + here,
             "",
         )
+    driver = printed_fix(findings, UPDATES_DRIVER)
     how = (
-        "as the Driver fix says"
-        if _has_fix(findings, "Driver")
+        f"as {driver} says"
+        if driver
         else "from the GPU maker's website or Windows Update > Optional updates"
     )
     return (
@@ -169,7 +175,8 @@ def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -
             f"Install the CUDA build: `pip install --force-reinstall {pins} --index-url {index}`.",
             REPAIRS_ENVIRONMENT,
         )
-    which = " (the Driver fix says which)" if _has_fix(findings, "Driver") else ""
+    driver = printed_fix(findings, UPDATES_DRIVER)
+    which = f" ({driver} says which)" if driver else ""
     return (
         "CUDA needs an NVIDIA GPU and its driver: check that `nvidia-smi` lists the GPU and "
         f"update the driver{which}. Without an NVIDIA GPU, the CPU trains.",

@@ -10,7 +10,7 @@ from typing import Iterable
 from ...machinery.project import Project
 from .. import nvidia
 from ..drivers import driver_age, nvidia_branch, version_fields
-from ..findings import WARN, Finding
+from ..findings import UPDATES_DRIVER, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, QUALCOMM, Gpu
 from ..os_info import OsInfo
 
@@ -46,6 +46,7 @@ def old_drivers(gpus: Iterable[Gpu], today: datetime.date) -> list[Finding]:
                 f"Install the current driver with {where}. If the maker no longer updates this "
                 "GPU, the old driver is the last one; DirectML may then fail on some operators.",
                 code="DRIVER-OLD",
+                role=UPDATES_DRIVER,
             )
         )
     return findings
@@ -116,6 +117,7 @@ def too_old_for_cuda(
                 f"Install NVIDIA driver {oldest} or newer "
                 f"({DRIVER_DOWNLOADS[NVIDIA]}; on Linux the distribution's packages).",
                 code="DRIVER-TOO-OLD-FOR-CUDA",
+                role=UPDATES_DRIVER,
             )
         )
     return findings

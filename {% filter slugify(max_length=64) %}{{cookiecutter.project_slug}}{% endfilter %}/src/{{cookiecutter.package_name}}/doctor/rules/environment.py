@@ -8,7 +8,7 @@ from typing import Any
 
 from ...machinery.project import Project
 from .. import recommend
-from ..findings import OK, REPAIRS_ENVIRONMENT, WARN, Finding
+from ..findings import CHOOSES_ENVIRONMENT, OK, REPAIRS_ENVIRONMENT, WARN, Finding
 from ..gpus import GpuScan
 from ..os_info import OsInfo
 
@@ -89,6 +89,7 @@ def check_environment_choice(
             f"Create the {best.stack} environment in the project folder. conda: {conda}. "
             f"venv: {venv}. Then select it as the interpreter and run verify_install again.",
             code="ENV-OTHER-BEST",
+            role=CHOOSES_ENVIRONMENT,
         )
     ]
 
