@@ -36,6 +36,10 @@ CODES = {
     "DEVICE-COUNT": "How many devices of the chosen kind, and the torchrun command for several.",
 }
 
+# The device kind each stack trains on, where the two names differ (torch calls both CUDA
+# builds' devices "cuda").
+DEVICE_KIND = {"cuda-legacy": "cuda"}
+
 
 def device_findings(
     discovery: Any,
@@ -62,7 +66,7 @@ def device_findings(
         )
     absent = []  # backends this install or machine simply does not have: one line for all
     for missing in discovery.unavailable:
-        ours = missing.kind == project.accelerator
+        ours = missing.kind == DEVICE_KIND.get(project.accelerator, project.accelerator)
         if ours or getattr(missing, "installed", True):
             status = WARN if ours or project.accelerator != "cpu" else OK
             fix, role = "", ""
