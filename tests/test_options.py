@@ -103,6 +103,7 @@ ALWAYS = {
     "src/{pkg}/machinery/page_server.py",
     "src/{pkg}/machinery/project.json",
     "src/{pkg}/machinery/project.py",
+    "src/{pkg}/machinery/ranks.py",
     "src/{pkg}/machinery/reporting.py",
     "src/{pkg}/machinery/run.py",
     "src/{pkg}/machinery/run_setup.py",

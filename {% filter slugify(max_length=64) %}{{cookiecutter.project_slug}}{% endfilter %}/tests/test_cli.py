@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from {{ cookiecutter.package_name }} import (
     benchmark,
     data,
+    draw,
     evaluate,
+    export,
     train,
+    verify_install,
 )
 from {{ cookiecutter.package_name }}.datasets import (
     mnist,
 )
+from {{ cookiecutter.package_name }}.doctor import reports
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     cli,
@@ -234,7 +240,7 @@ def test_evaluate_reads_the_test_files_from_where_the_run_trained(
 def test_evaluate_without_a_checkpoint_says_to_train_first(capsys, cpu_only, tmp_path):
     assert evaluate.main(["--output-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "No checkpoint in" in err and ".train --output-dir" in err
+    assert "There is no trained model in" in err and ".train --output-dir" in err
 
 
 def test_evaluate_a_corrupt_checkpoint(capsys, cpu_only, tmp_path):
@@ -382,3 +388,86 @@ def test_benchmark_help_states_each_default_once(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: every available device)" in text
     assert "(default: None)" not in text and "(default: 200)" in text
+
+
+# ------------------------------------------------- the options the commands share, one wording
+
+
+def reference(add, **options) -> str:
+    """The help a shared option gets from machinery/cli.py."""
+    return add(argparse.ArgumentParser(), **options).help
+
+
+DEVICE_TAIL = reference(cli.add_device_option, purpose="X").split(": ", 1)[1]
+SHARED = {  # option: does this command's help say it in the shared words?
+    "--device": lambda action: (
+        action.help.startswith("the device to ") and f": {DEVICE_TAIL}" in action.help
+    ),
+    "--output-dir": lambda action: action.help == reference(cli.add_output_dir_option),
+    "--checkpoint": lambda action: action.help == reference(cli.add_checkpoint_option),
+    "--data-dir": lambda action: (
+        action.help == reference(cli.add_data_dir_option, default=action.default)
+    ),
+}
+COMMANDS = {  # command: its main, and the shared options it offers
+    "train": (train.main, {"--device", "--data-dir"}),
+    "evaluate": (evaluate.main, {"--output-dir", "--checkpoint", "--device", "--data-dir"}),
+    "export": (export.main, {"--output-dir", "--checkpoint", "--data-dir"}),
+    "draw": (draw.main, {"--output-dir", "--checkpoint", "--device"}),
+    "benchmark": (benchmark.main, {"--device"}),
+    "verify_install": (verify_install.main, {"--device"}),
+    "data": (data.main, {"--data-dir"}),
+    "doctor.reports": (reports.main, set()),
+}
+
+
+def parser_and_help(main, monkeypatch, capsys) -> tuple[argparse.ArgumentParser, str]:
+    """The parser ``main(["--help"])`` builds, and the help it prints."""
+    parsers = []
+    parse = argparse.ArgumentParser.parse_args
+
+    def recorded(self, args=None, namespace=None):
+        parsers.append(self)
+        return parse(self, args, namespace)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", recorded)
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    return parsers[0], " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_words_the_shared_options_alike(name, monkeypatch, capsys):
+    """One wording per option, from machinery/cli.py: an option written out again in a
+    command, in other words, fails here."""
+    main, offered = COMMANDS[name]
+    parser, text = parser_and_help(main, monkeypatch, capsys)
+    assert text.startswith(f"usage: python -m {train.__package__}.{name} ")
+    options = {o: a for a in parser._actions for o in a.option_strings}
+    assert offered <= set(options), f"{name} lacks {offered - set(options)}"
+    for option in set(options) & set(SHARED):
+        if (name, option) == ("train", "--output-dir"):
+            continue  # the folder train writes, which the other commands read: its own words
+        assert SHARED[option](options[option]), f"{name} {option}: {options[option].help!r}"
+        assert option in text
+    if "--checkpoint" in offered:  # the checkpoint's default is found in --output-dir
+        assert options["--output-dir"].default == cli.RUNS_DIR
+
+
+def test_without_a_trained_model_every_command_says_the_same_and_what_to_run(
+    capsys, cpu_only, tmp_path
+):
+    runs = ["--output-dir", str(tmp_path)]
+    said = []
+    for main, args in (
+        (evaluate.main, runs),
+        (export.main, runs),
+        (draw.main, [*runs, "--no-browser"]),
+    ):
+        assert main(args) == 2
+        said.append(capsys.readouterr().err)
+    assert said[0] == said[1] == said[2], said
+    assert said[0].startswith(f"error: There is no trained model in {tmp_path} yet")
+    assert f"python -m {train.__package__}.train --output-dir {tmp_path} (MNIST)" in said[0]
+    assert "--dataset synthetic" in said[0] and "--checkpoint FILE" in said[0]

@@ -24,7 +24,12 @@ import torch
 
 import {{ cookiecutter.package_name }}.machinery.stopping as stopping
 from {{ cookiecutter.package_name }} import data, train
-from {{ cookiecutter.package_name }}.machinery import checkpoints, devices, distributed
+from {{ cookiecutter.package_name }}.machinery import (
+    checkpoints,
+    devices,
+    distributed,
+    ranks,
+)
 from {{ cookiecutter.package_name }}.machinery.output_lock import process_alive
 from {{ cookiecutter.package_name }}.machinery.stopping import TrainError
 
@@ -267,7 +272,7 @@ def test_each_process_takes_its_slice_and_together_they_make_the_whole_batch(mon
     split = data.Split(images, torch.arange(11))
     shares = []
     for rank in (0, 1):
-        monkeypatch.setattr(distributed, "_current", distributed.Processes(rank, rank, 2))
+        monkeypatch.setattr(ranks, "_current", distributed.Processes(rank, rank, 2))
         shares.append(distributed.my_share(split))
         assert len(distributed.my_share(split, whole=True)) == (6, 5)[rank]  # evaluation: all
     assert [len(s) for s in shares] == [5, 5]  # training: the odd image out, equal counts
@@ -294,7 +299,7 @@ def test_a_folder_is_shared_out_before_its_dataloader_reads_a_picture(monkeypatc
     split = data.LoaderSplit(Pictures(), torch.arange(9).flip(0))  # reading order 8, 7, ... 0
     read = []
     for rank in (0, 1):
-        monkeypatch.setattr(distributed, "_current", distributed.Processes(rank, rank, 2))
+        monkeypatch.setattr(ranks, "_current", distributed.Processes(rank, rank, 2))
         share = distributed.my_share(split)
         read.append([int(p) for images, _ in data.batches(share, 2) for p in images[:, 0, 0, 0]])
     assert read == [[8, 6, 4, 2], [7, 5, 3, 1]]  # the ninth, last in the order, left out

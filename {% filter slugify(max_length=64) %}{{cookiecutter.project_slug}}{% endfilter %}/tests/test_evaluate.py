@@ -54,7 +54,7 @@ def test_outputs_are_written_and_labelled(trained_run, tiny_dataset, cpu_discove
 
 
 def test_no_checkpoint_is_a_clear_error(tmp_path):
-    with pytest.raises(evaluate.EvaluationError, match="No checkpoint in"):
+    with pytest.raises(evaluate.EvaluationError, match="There is no trained model in"):
         evaluate.find_checkpoint(tmp_path)
 
 

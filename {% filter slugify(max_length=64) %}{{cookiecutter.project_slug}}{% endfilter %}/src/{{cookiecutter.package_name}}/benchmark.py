@@ -27,10 +27,9 @@ import torch
 from . import data
 from .machinery import devices, reporting
 from .machinery.cli import (
-    HelpFormatter,
+    add_device_option,
     command,
-    device_help,
-    safe_console,
+    command_parser,
     whole_number,
     write_err,
     write_out,
@@ -160,10 +159,9 @@ def format_timings(timings: list[Timing]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {__package__ or '<package>'}.benchmark",
-        description="Time one training epoch of LeNet-5 (synthetic digits) on each device.",
-        formatter_class=HelpFormatter,
+    parser = command_parser(
+        f"{__package__ or '<package>'}.benchmark",
+        "Time one training epoch of LeNet-5 (synthetic digits) on each device.",
     )
     parser.add_argument(
         "--batches",
@@ -175,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size",
         type=whole_number(1, MAX_BATCH_SIZE),
         default=128,
-        help=f"batch size (at most {MAX_BATCH_SIZE:,})",
+        help=f"images per training step (at most {MAX_BATCH_SIZE:,})",
     )
     parser.add_argument(
         "--warmup",
@@ -183,18 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_WARMUP,
         help="untimed batches first",
     )
-    parser.add_argument(
-        "--device",
-        action="append",
-        default=None,
-        help=device_help("a device to time, repeat for several", "default: every available device"),
-    )
+    add_device_option(parser, "time", several=True)
     return parser
 
 
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: list[str] | None = None) -> int:
-    safe_console()
     args = build_parser().parse_args(argv)
     write_out("Looking for devices ...")
     found = devices.discover()

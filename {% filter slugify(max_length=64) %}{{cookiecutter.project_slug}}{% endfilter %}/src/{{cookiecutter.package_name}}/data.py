@@ -23,7 +23,6 @@ both kinds, so the training loop is the same for both.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from dataclasses import dataclass, field, replace
@@ -35,6 +34,7 @@ import torch
 from .datasets import folder, mnist, synthetic
 from .datasets.folder import LoaderSplit
 from .datasets.folder_split import folder_split, split_record
+from .machinery.cli import add_data_dir_option, command, command_parser
 from .machinery.untrusted import printable
 
 # MNIST statistics (training set, pixel values scaled to 0..1): the usual Normalize constants.
@@ -272,14 +272,14 @@ def load_dataset(
 # python -m <package>.data: the prefetch step
 
 
+@command  # Ctrl+C: one line, no traceback
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {__package__}.data" if __package__ else None,
-        description="Download MNIST into the data directory (run once while online), "
-        "so that training works offline later.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    parser = command_parser(
+        f"{__package__ or '<package>'}.data",
+        "Download MNIST into the data directory (run once while online), so that training "
+        "works offline later.",
     )
-    parser.add_argument("--data-dir", type=Path, default=Path("data"), help="where to keep MNIST")
+    add_data_dir_option(parser)
     args = parser.parse_args(argv)
     try:
         train, test = load_mnist(args.data_dir, download=True)

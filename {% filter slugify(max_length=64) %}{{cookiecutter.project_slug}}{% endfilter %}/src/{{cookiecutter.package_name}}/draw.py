@@ -22,16 +22,21 @@ from pathlib import Path
 
 import torch
 
-from . import data, evaluate
+from . import data
 from .datasets import handwriting
-from .machinery import checkpoints, devices, onnx_runtime
-from .machinery.cli import HelpFormatter, device_help, device_request, safe_console
+from .machinery import checkpoints, devices, onnx_runtime, runs
+from .machinery.cli import (
+    add_checkpoint_option,
+    add_device_option,
+    add_output_dir_option,
+    command,
+    command_parser,
+)
 from .machinery.page_server import PageServer, RequestError
 from .machinery.untrusted import printable
 from .model import LeNet5, to_device
 
 PAGE = Path(__file__).with_name("draw.html")
-RUNS_DIR = Path("runs")
 ONNX_NAME = "model.onnx"  # export.ONNX_NAME (export imports onnx, not needed here)
 MAX_SIDE = 560  # pixels; the page sends 280x280, a bigger image is refused before decoding
 # Pictures decoded at once; other requests wait their turn. Each decode holds a few copies of
@@ -161,28 +166,17 @@ def predict_endpoint(reader: Reader):
     return predict
 
 
-def no_model_message(where: str) -> str:
-    package = __package__ or "<package>"
-    return (
-        f"There is no trained model {where} yet. Train one first: "
-        f"python -m {package}.train (MNIST), or offline "
-        f"python -m {package}.train --dataset synthetic; or pass --checkpoint FILE."
-    )
-
-
-def find_model(runs_dir: Path = RUNS_DIR) -> Path:
-    """best.pt (else last.pt) in ``runs_dir`` or its latest run, as evaluate finds it."""
+def find_model(output_dir: Path = runs.RUNS_DIR) -> Path:
+    """best.pt (else last.pt) of the latest run in ``output_dir``, as evaluate finds it."""
     try:
-        return evaluate.find_checkpoint(runs_dir)
-    except evaluate.EvaluationError:
-        raise DrawError(no_model_message(f"in {runs_dir}")) from None
+        return runs.find_checkpoint(output_dir)
+    except runs.NoTrainedModel as error:
+        raise DrawError(str(error)) from None
 
 
 def load_reader(path: Path, device: str = "auto", discovery=None) -> tuple[Reader, dict]:
     """The model in ``path`` on ``device``, and the checkpoint's state; DrawError if either
     cannot be had."""
-    if not Path(path).is_file():
-        raise DrawError(no_model_message(f"at {path}"))
     try:
         state = checkpoints.load_checkpoint(path)
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
@@ -242,23 +236,13 @@ def make_server(reader: Reader, port: int = 0) -> PageServer:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {__package__ or '<package>'}.draw",
-        description="A page on this computer where you draw a digit and your model reads it.",
-        formatter_class=HelpFormatter,
+    parser = command_parser(
+        f"{__package__ or '<package>'}.draw",
+        "A page on this computer where you draw a digit and your model reads it.",
     )
-    parser.add_argument(
-        "--checkpoint",
-        type=Path,
-        default=None,
-        help=f"the trained model (default: best.pt of the latest run in {RUNS_DIR}/)",
-    )
-    parser.add_argument(
-        "--device",
-        type=device_request,
-        default="auto",
-        help=device_help("device the model answers on", "torch only"),
-    )
+    add_output_dir_option(parser)
+    add_checkpoint_option(parser)
+    add_device_option(parser, "run the model on", "used with --runtime torch")
     parser.add_argument(
         "--runtime",
         choices=("torch", "onnx"),
@@ -273,14 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@command  # a console that cannot show a character, Ctrl+C: one line, no traceback
 def main(argv: list[str] | None = None) -> int:
-    safe_console()
     args = build_parser().parse_args(argv)
     if not 0 <= args.port <= 65535:
         print(f"error: --port must be from 0 to 65535, not {args.port}", file=sys.stderr)
         return 2
     try:
-        path = args.checkpoint or find_model()
+        path = args.checkpoint or find_model(args.output_dir)
         if args.runtime == "onnx":
             reader, state = load_onnx_reader(path)
             path = path if Path(path).suffix == ".onnx" else Path(path).with_name(ONNX_NAME)

@@ -29,12 +29,14 @@ from . import data
 from .datasets import folder, mnist
 from .datasets.folder_split import split_change
 from .machinery import checkpoints, devices, onnx_runtime, reporting, runs
-from .machinery.checkpoints import BEST, LAST
+from .machinery.checkpoints import BEST
 from .machinery.cli import (
-    HelpFormatter,
+    add_checkpoint_option,
+    add_data_dir_option,
+    add_device_option,
+    add_output_dir_option,
     command,
-    device_help,
-    safe_console,
+    command_parser,
     whole_number,
     write_err,
     write_out,
@@ -92,17 +94,12 @@ class Report:
 
 
 def find_checkpoint(output_dir: Path) -> Path:
-    """best.pt, else last.pt, of the latest run in ``output_dir`` (``runs/`` holds one folder
-    per run; a run's own folder is its latest run); EvaluationError when there is neither."""
-    folder = runs.latest_run(Path(output_dir)) or Path(output_dir)
-    for name in (BEST, LAST):
-        if (folder / name).is_file():
-            return folder / name
-    package = __package__ or "<package>"
-    raise EvaluationError(
-        f"No checkpoint in {output_dir} (looked for {BEST} and {LAST}). Train first, e.g. "
-        f"python -m {package}.train --output-dir {output_dir}, or pass --checkpoint."
-    )
+    """best.pt, else last.pt, of the latest run in ``output_dir`` (``runs.find_checkpoint``);
+    EvaluationError, saying what to run first, when there is neither."""
+    try:
+        return runs.find_checkpoint(output_dir)
+    except runs.NoTrainedModel as error:
+        raise EvaluationError(str(error)) from None
 
 
 def confusion_matrix(predictions: torch.Tensor, labels: torch.Tensor) -> list[list[int]]:
@@ -363,56 +360,35 @@ def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Pat
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {__package__ or '<package>'}.evaluate",
-        description="Test accuracy, per-class accuracy and a confusion matrix of a checkpoint.",
-        formatter_class=HelpFormatter,
+    package = __package__ or "<package>"
+    parser = command_parser(
+        f"{package}.evaluate",
+        "Test accuracy, per-class accuracy and a confusion matrix of a checkpoint.",
     )
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        default=Path("runs"),
-        help="a training run's folder, or a folder of runs (then its latest run)",
-    )
-    parser.add_argument(
-        "--checkpoint",
-        type=Path,
-        default=None,
-        help="a checkpoint file (default: best.pt, else last.pt, in --output-dir)",
-    )
+    add_output_dir_option(parser)
+    add_checkpoint_option(parser)
     parser.add_argument(
         "--onnx",
         type=Path,
         default=None,
         metavar="MODEL",
-        help=f"an exported model (python -m {__package__ or '<package>'}.export) to run with "
-        "ONNX Runtime instead of a checkpoint",
+        help=f"an exported model (python -m {package}.export) to run with ONNX Runtime instead "
+        "of a checkpoint",
     )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help=device_help("device to evaluate on", "with --onnx: auto or cpu"),
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="where MNIST is kept or downloaded to: DIR/MNIST/raw, or DIR itself holding the "
-        "files (default: the folder the run trained from, if it holds them; only the two t10k "
-        "test files are needed). Not used for a run on synthetic digits",
-    )
+    add_device_option(parser, "evaluate on", "with --onnx: auto or cpu")
+    add_data_dir_option(parser, default=None)
     parser.add_argument(
         "--batch-size",
         type=whole_number(1, MAX_BATCH_SIZE),
         default=EVAL_BATCH_SIZE,
-        help="evaluation batch",
+        help="images evaluated at once: more is faster and needs more memory, the accuracy is "
+        f"the same (at most {MAX_BATCH_SIZE:,})",
     )
     return parser
 
 
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: list[str] | None = None) -> int:
-    safe_console()
     args = build_parser().parse_args(argv)
     try:
         if args.onnx is not None and args.checkpoint is not None:

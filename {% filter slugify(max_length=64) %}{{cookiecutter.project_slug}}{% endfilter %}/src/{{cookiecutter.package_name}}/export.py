@@ -29,9 +29,17 @@ import torch
 
 from . import data, evaluate
 from .datasets import mnist
-from .machinery import checkpoints, onnx_runtime
-from .machinery.checkpoints import BEST
-from .machinery.cli import HelpFormatter, command, safe_console, whole_number, write_err, write_out
+from .machinery import checkpoints, onnx_runtime, runs
+from .machinery.cli import (
+    add_checkpoint_option,
+    add_data_dir_option,
+    add_output_dir_option,
+    command,
+    command_parser,
+    whole_number,
+    write_err,
+    write_out,
+)
 from .model import NUM_CLASSES, LeNet5
 
 ONNX_NAME = "model.onnx"
@@ -204,32 +212,16 @@ def format_comparison(result: Comparison) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {__package__ or '<package>'}.export",
-        description="Export a checkpoint to ONNX and check it with ONNX Runtime on the CPU.",
-        formatter_class=HelpFormatter,
+    parser = command_parser(
+        f"{__package__ or '<package>'}.export",
+        "Export a checkpoint to ONNX and check it with ONNX Runtime on the CPU.",
     )
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        default=Path("runs"),
-        help="a training run's folder, or a folder of runs (then its latest run)",
-    )
-    parser.add_argument(
-        "--checkpoint",
-        type=Path,
-        default=None,
-        help=f"a checkpoint file (default: {BEST}, else last.pt, in --output-dir)",
-    )
+    add_output_dir_option(parser)
+    add_checkpoint_option(parser)
     parser.add_argument(
         "--output", type=Path, default=None, help=f"the ONNX file (default: {ONNX_NAME} beside it)"
     )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="where the MNIST test files are (default: the folder the run trained from)",
-    )
+    add_data_dir_option(parser, default=None)
     parser.add_argument(
         "--check-images",
         type=whole_number(1, 1_000_000),
@@ -241,10 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: list[str] | None = None) -> int:
-    safe_console()
     args = build_parser().parse_args(argv)
     try:
-        checkpoint = Path(args.checkpoint or evaluate.find_checkpoint(args.output_dir))
+        checkpoint = Path(args.checkpoint or runs.find_checkpoint(args.output_dir))
         state = checkpoints.load_checkpoint(checkpoint)
         output = args.output or checkpoint.with_name(ONNX_NAME)
         export(state, checkpoint, output)
@@ -258,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         result = compare(state, checkpoint, output, test, args.check_images)
     except (
         ExportError,
+        runs.NoTrainedModel,
         evaluate.EvaluationError,
         checkpoints.CheckpointError,
         checkpoints.CheckpointWriteError,

@@ -51,6 +51,7 @@ from .machinery.run_setup import (
     choose_device,
     load_data,
     output_folder,
+    print_header,
     resumed_settings,
     run_folder,
 )
@@ -239,7 +240,7 @@ def train(
             run = setup(cfg, option, dataset, stop or distributed.stop_signal())
             if checkpoint is not None:
                 run.restore(checkpoint)  # weights, optimizer state, shuffling, history, position
-            console.print_header(run, found, resumed=checkpoint is not None)
+            print_header(run, found, resumed=checkpoint is not None)
 
             # Ctrl+C saves and stops; a GPU that cannot run an operator stops with one sentence.
             explained = gpu_failures_explained(option, run.kept)

@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..machinery.cli import command, safe_console, write_out
+from ..machinery.cli import command, command_parser, write_out
 from ..machinery.untrusted import FIELD_LIMIT, printable
 from .report_files import (
     MAX_DEPTH,
@@ -233,11 +233,11 @@ def summarise(
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     package = (__package__ or "").rpartition(".")[0]  # the project's package
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {package}.doctor.reports" if package else "reports",
-        description="Summarise a folder of `verify_install --json` reports into tables: the "
+    parser = command_parser(
+        f"{package or '<package>'}.doctor.reports",
+        "Summarise a folder of `verify_install --json` reports into tables: the "
         "verdicts, the devices, every machine, and the problems several machines share.",
-        epilog=f"collect reports with: python -m {package or '<package>'}.verify_install --json "
+        f"collect reports with: python -m {package or '<package>'}.verify_install --json "
         "> reports/NAME.json. Exit codes: 0 summarised, 1 no report could be read, 2 no such "
         "folder or no reports in it, 74 the summary could not be written to stdout (a full "
         "disk), 130 stopped with Ctrl+C.",
@@ -258,7 +258,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    safe_console()
     folder = printable(args.folder)
     if not args.folder.is_dir():
         print(f"error: {folder} is not a folder", file=sys.stderr)

@@ -34,11 +34,11 @@ import warnings
 from typing import Any, Sequence
 
 from ..machinery.cli import (
+    add_device_option,
     command,
-    device_help,
+    command_parser,
     device_request,
     json_for,
-    safe_console,
     write_out,
 )
 from ..machinery.project import Project, load_project
@@ -314,12 +314,11 @@ def _probe(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {PACKAGE}.verify_install" if PACKAGE else "verify_install",
-        description="Check Python, OS, GPU drivers, the installed packages and the device "
-        "PyTorch trains on; print a table, a verdict and the fixes.",
+    parser = command_parser(
+        f"{PACKAGE or '<package>'}.verify_install",
+        "Check Python, OS, GPU drivers, the installed packages and the device PyTorch trains "
+        "on; print a table, a verdict and the fixes.",
         epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
@@ -337,19 +336,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(the PyCharm run configuration passes it: a CPU fallback is no failure for a student); "
         "the verdict and --json still say cpu-fallback",
     )
-    parser.add_argument(
-        "--device",
-        type=device_request,
-        default="auto",
-        help=device_help("device to test", "default: auto, what training picks"),
-    )
+    device = add_device_option(parser, "test")
+    device.type = device_request  # checked now: a name that is no device is a usage error (2)
     return parser.parse_args(argv)
 
 
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    safe_console()
     try:
         report = run(args.device)
     except Exception as error:  # a bug here must still give the user something to act on

@@ -1,4 +1,7 @@
-"""Small command-line helpers shared by the project's commands. Standard library only."""
+"""The command line the project's commands share: the options several commands offer, in one
+wording each, their checks, and each command's entry point (Ctrl+C, a stdout that is gone).
+Each command adds its own options itself. Standard library only: the doctor imports it before
+torch is installed."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import os
 import re
 import sys
 import unicodedata
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 EXIT_INTERRUPTED = 130  # Ctrl+C, as a shell reports a process that SIGINT ended
@@ -19,12 +23,30 @@ EXIT_OUTPUT_FAILED = 74  # stdout cannot be written (a full disk): sysexits.h's 
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """States defaults, except where the help text explains a None default itself."""
+    """States defaults, except where the help text explains a None default itself; a text laid
+    out by hand (lines of its own, a table of exit codes) is kept as it is."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         if action.default is None or isinstance(action.default, bool):
             return action.help or ""
         return super()._get_help_string(action)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def command_parser(
+    module: str, description: str, epilog: str | None = None
+) -> argparse.ArgumentParser:
+    """The parser of ``python -m <module>``: every command states its defaults the same way."""
+    return argparse.ArgumentParser(
+        prog=f"python -m {module}",
+        description=description,
+        epilog=epilog,
+        formatter_class=HelpFormatter,
+    )
 
 
 def _quoted(text: str) -> str:
@@ -92,17 +114,79 @@ DEVICE_REQUEST = re.compile(r"^(auto|directml|dml|cuda|rocm|xpu|mps|cpu)(?::(\d+
 DEVICE_CHOICES = "auto, directml, directml:N, cuda, cuda:N, xpu, xpu:N, mps or cpu"
 
 
-def device_help(what: str, note: str = "") -> str:
-    """The help of --device, in the same words in every command (HelpFormatter adds the
-    default; ``note`` says it where that cannot)."""
-    return f"{what}: {DEVICE_CHOICES}" + (f" ({note})" if note else "")
-
-
 def device_request(text: str) -> str:
-    """--device: checked for its form here; whether the device exists is checked later."""
+    """--device checked for its form while parsing (verify_install); whether the device exists
+    is checked when it is chosen."""
     if not DEVICE_REQUEST.match(text.strip().lower()):
         raise argparse.ArgumentTypeError(f"unknown device {text!r}: use {DEVICE_CHOICES}")
     return text
+
+
+# --------------------------------------------------------------------------------------------
+# The options several commands share, in one wording each (tests/test_cli.py holds them to it)
+
+RUNS_DIR = Path("runs")  # where train puts a new folder for each run
+
+
+def add_device_option(
+    parser: argparse.ArgumentParser, purpose: str, note: str = "", several: bool = False
+) -> argparse.Action:
+    """--device: the device to ``purpose`` ("train on"); ``note`` adds what holds for this
+    command only; ``several``: the option may be repeated, and without it every available
+    device is used (benchmark). The name is checked when the device is chosen
+    (``devices.choose``), where the message can name the devices this machine has."""
+    what = f"{purpose} ({note})" if note else purpose
+    text = (
+        f"the device to {what}: auto (the best one found), directml, cuda (also ROCm), xpu, mps "
+        "or cpu; one GPU of several: directml:N, cuda:N or xpu:N, counted from 0"
+    )
+    if several:
+        text += "; repeat --device for several (default: every available device)"
+    return parser.add_argument(
+        "--device",
+        default=None if several else "auto",
+        action="append" if several else "store",
+        help=text,
+    )
+
+
+def add_output_dir_option(parser: argparse.ArgumentParser) -> argparse.Action:
+    """--output-dir of the commands that use a trained model (train's own says where it writes)."""
+    return parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=RUNS_DIR,
+        help="the folder train wrote to (its --output-dir): one run's folder, or a folder of "
+        "runs, then the latest run in it",
+    )
+
+
+def add_checkpoint_option(parser: argparse.ArgumentParser) -> argparse.Action:
+    """--checkpoint: a model file named outright, instead of the latest run's."""
+    return parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="the trained model to use: a .pt file that train wrote (default: best.pt, else "
+        "last.pt, of the latest run in --output-dir)",
+    )
+
+
+def add_data_dir_option(
+    parser: argparse.ArgumentParser, default: Path | None = Path("data")
+) -> argparse.Action:
+    """--data-dir; a None default (evaluate, export): the folder the model's run trained from,
+    so that a model is tested on the files it was trained beside."""
+    where = ""
+    if default is None:
+        where = " (default: the folder the run trained from, if it holds them)"
+    return parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=default,
+        help="where MNIST is kept or downloaded to: DIR/MNIST/raw, or DIR itself when it holds "
+        "MNIST's .gz files; not used for synthetic digits or your own images" + where,
+    )
 
 
 def json_for(stream: Any, document: Any) -> str:
@@ -184,12 +268,14 @@ def _close_gaps() -> None:
 
 def command(main: Callable[[Sequence[str] | None], int]) -> Callable[..., int]:
     """A command's entry point around ``main(argv)``, whose output goes through ``write_out``:
-    Ctrl+C exits 130 with one line; a stdout that cannot be written exits 74 with one line on
-    stderr; a reader that left early changes nothing. Never a traceback for either."""
+    a console that cannot show a character shows a replacement (``safe_console``); Ctrl+C
+    exits 130 with one line; a stdout that cannot be written exits 74 with one line on stderr;
+    a reader that left early changes nothing. Never a traceback for either."""
 
     @functools.wraps(main)
     def entry(argv: Sequence[str] | None = None) -> int:
         _close_gaps()
+        safe_console()
         try:
             code = main(argv)
             write_out("", end="")  # flushes now, where a failure can still be reported

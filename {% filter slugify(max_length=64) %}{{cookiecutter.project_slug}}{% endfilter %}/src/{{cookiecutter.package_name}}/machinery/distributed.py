@@ -25,7 +25,7 @@ its input):
   checkpoint to resume) sent to the others; ``AgreedStop``: Ctrl+C stops every process at
   the same step.
 - Only the first process (rank 0) prints, writes the run folder, the curves and the
-  checkpoints (``is_main``).
+  checkpoints (``ranks.is_main``).
 """
 
 from __future__ import annotations
@@ -34,12 +34,13 @@ import contextlib
 import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
 from .cli import silence_stdout
+from .ranks import SINGLE, Processes, current, set_current
 from .stopping import DeviceFailed, StopSignal, TrainError
 
 T = TypeVar("T")
@@ -47,32 +48,6 @@ T = TypeVar("T")
 # The stacks that can train with several processes, and the backend each uses.
 BACKENDS = {"cuda": "nccl", "xpu": "xccl", "cpu": "gloo"}
 CAN = "CUDA or ROCm GPUs (nccl), Intel XPUs (xccl) or the CPU (gloo, --device cpu)"
-
-
-@dataclass(frozen=True)
-class Processes:
-    """This process's place among the processes torchrun started."""
-
-    rank: int = 0  # 0 .. world_size - 1, over all machines
-    local_rank: int = 0  # on this machine: which of its devices this process uses
-    world_size: int = 1
-
-    @property
-    def many(self) -> bool:
-        return self.world_size > 1
-
-
-SINGLE = Processes()
-_current = SINGLE
-
-
-def current() -> Processes:
-    return _current
-
-
-def is_main() -> bool:
-    """Whether this process prints and writes files: the only one, or rank 0."""
-    return _current.rank == 0
 
 
 def from_environment(environ: Any = os.environ) -> Processes:
@@ -103,7 +78,7 @@ def refusal(kind: str, world_size: int) -> str | None:
 
 def process_batch(batch_size: int, processes: Processes | None = None) -> int:
     """Each process's share of ``--batch-size`` (the batch of all processes together)."""
-    world = (processes or _current).world_size
+    world = (processes or current()).world_size
     if batch_size % world:
         lower = max(world, batch_size - batch_size % world)
         raise TrainError(
@@ -155,7 +130,6 @@ def processes(option: Any, environ: Any = os.environ) -> Iterator[Any]:
     """Under torchrun: join the process group on this process's device and yield the device
     option for it (cuda:LOCAL_RANK, xpu:LOCAL_RANK, or the CPU); leave the group at the end.
     Without torchrun: yield ``option`` unchanged."""
-    global _current
     found = from_environment(environ)
     if not found.many:
         yield option
@@ -183,13 +157,13 @@ def processes(option: Any, environ: Any = os.environ) -> Iterator[Any]:
         dist.init_process_group(backend=BACKENDS[option.kind])
     except (RuntimeError, ValueError) as error:
         raise TrainError(_init_failure(error)) from error
-    _current = found
+    set_current(found)
     if found.rank != 0:  # rank 0 alone prints; the others' tracebacks still reach stderr
         silence_stdout()
     try:
         yield option
     finally:
-        _current = SINGLE
+        set_current(SINGLE)
         with contextlib.suppress(Exception):  # after a failure of another process too
             dist.destroy_process_group()
 
@@ -222,7 +196,7 @@ def _init_failure(error: BaseException) -> str:
 def shared(model: torch.nn.Module) -> torch.nn.Module:
     """``model`` wrapped in DistributedDataParallel (gradients averaged over the processes
     after every backward pass; the first process's initial weights copied to the others)."""
-    if not _current.many:
+    if not current().many:
         return model
     from torch.nn.parallel import DistributedDataParallel
 
@@ -241,11 +215,11 @@ def my_share(split: T, whole: bool = False) -> T:
     (``whole`` False) leaves out the last ``len % W`` images of the shuffle, so that every
     process has as many batches (an uneven count would leave one waiting for the others);
     evaluation (``whole`` True) keeps every image."""
-    if not _current.many:
+    if not current().many:
         return split
     from .. import data  # data imports the datasets, which need nothing from here
 
-    rank, world = _current.rank, _current.world_size
+    rank, world = current().rank, current().world_size
     end = len(split) if whole else len(split) - len(split) % world
     if isinstance(split, data.LoaderSplit):  # a folder: the DataLoader reads only these
         return split.reordered(torch.arange(rank, end, world))
@@ -254,7 +228,7 @@ def my_share(split: T, whole: bool = False) -> T:
 
 def usable(count: int) -> int:
     """How many of ``count`` training images an epoch uses with this many processes."""
-    return count - count % _current.world_size
+    return count - count % current().world_size
 
 
 def summed(
@@ -262,7 +236,7 @@ def summed(
 ) -> tuple[torch.Tensor, torch.Tensor, int]:
     """(loss sum, correct answers, images seen) added up over all processes: one collective,
     and the same three values back without torchrun."""
-    if not _current.many:
+    if not current().many:
         return loss_sum, correct, seen
     images = torch.tensor(float(seen), device=loss_sum.device)
     totals = summed_rows(torch.stack([loss_sum.float(), correct.float(), images]))
@@ -271,7 +245,7 @@ def summed(
 
 def summed_rows(rows: torch.Tensor) -> torch.Tensor:
     """A tensor of sums on the device, added up over all processes (one collective)."""
-    if not _current.many:
+    if not current().many:
         return rows
     import torch.distributed as dist
 
@@ -283,13 +257,13 @@ def summed_rows(rows: torch.Tensor) -> torch.Tensor:
 def first_then_others(load: Callable[[], T]) -> T:
     """``load()`` in the first process of each machine, then in the others: the first
     downloads what is missing (MNIST), the others then find it there."""
-    if not _current.many:
+    if not current().many:
         return load()
     import torch.distributed as dist
 
     result: Any = None
     failure: TrainError | None = None
-    if _current.local_rank == 0:
+    if current().local_rank == 0:
         try:
             result = load()
         except TrainError as error:
@@ -297,7 +271,7 @@ def first_then_others(load: Callable[[], T]) -> T:
     dist.barrier()  # reached in every case: an error must not leave the others waiting
     if failure is not None:
         raise failure
-    return result if _current.local_rank == 0 else load()
+    return result if current().local_rank == 0 else load()
 
 
 class Mirrored(TrainError):
@@ -312,12 +286,12 @@ def same_on_all(decide: Callable[..., T], *args: Any) -> T:
     """``decide(*args)`` in the first process, its result (or its error) in every process:
     for choices that must not differ (the run folder's name holds the time) and files only
     the first machine may have (the checkpoint to resume)."""
-    if not _current.many:
+    if not current().many:
         return decide(*args)
     import torch.distributed as dist
 
     box: list[Any] = [None]
-    if _current.rank == 0:
+    if current().rank == 0:
         try:
             box[0] = ("ok", decide(*args))
         except TrainError as error:
@@ -358,7 +332,7 @@ class AgreedStop(StopSignal):
         return time.monotonic() - self._first > self.SAME_PRESS_S
 
     def agree(self) -> None:
-        if self._agreed or not _current.many:
+        if self._agreed or not current().many:
             self._agreed = self._agreed or self.pressed
             return
         import torch.distributed as dist
@@ -373,7 +347,7 @@ class AgreedStop(StopSignal):
 
 def stop_signal() -> StopSignal:
     """The stop flag for this run: agreed between the processes under torchrun."""
-    return AgreedStop() if _current.many else StopSignal()
+    return AgreedStop() if current().many else StopSignal()
 
 
 def _cpu_group() -> Any:

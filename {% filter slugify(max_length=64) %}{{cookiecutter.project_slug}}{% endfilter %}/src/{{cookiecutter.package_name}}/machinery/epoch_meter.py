@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from . import distributed
+from .ranks import is_main
 
 
 @dataclass
@@ -60,7 +61,7 @@ class EpochMeter:
         self.correct = torch.zeros((), dtype=torch.int64, device=device)
         self.seen, self.seconds_before, self.seen_before = 0, 0.0, 0
         if position is not None:  # continue the sums of the part done before a resume
-            if distributed.is_main():  # under torchrun they are counted once, by rank 0
+            if is_main():  # under torchrun they are counted once, by rank 0
                 self.loss_sum += position.loss_sum
                 self.correct += position.correct
                 self.seen = position.seen

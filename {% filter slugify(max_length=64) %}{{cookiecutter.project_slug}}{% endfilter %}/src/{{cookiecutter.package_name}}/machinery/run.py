@@ -26,6 +26,7 @@ from . import checkpoints, devices, distributed, output_lock, reporting, runs
 from .console import print_epoch, say
 from .epoch_meter import EpochMeter, EpochTraining, Position
 from .optim import one_cycle_lr
+from .ranks import is_main
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
 from .untrusted import printable
 
@@ -297,7 +298,7 @@ class TrainingRun:
             )
 
     def save(self, path: Path, position: Position | None = None) -> None:
-        if not distributed.is_main():  # under torchrun rank 0 alone writes the run's files
+        if not is_main():  # under torchrun rank 0 alone writes the run's files
             return
         if not self.swept:  # the run now writes here: leftovers of dead runs can go
             output_lock.remove_leftovers(self.out)
@@ -308,7 +309,7 @@ class TrainingRun:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
 
     def write_reports(self, extra: dict[str, Any] | None = None) -> list[Path]:
-        if not distributed.is_main():
+        if not is_main():
             return []
         try:
             within = reporting.within_epochs(self.points)

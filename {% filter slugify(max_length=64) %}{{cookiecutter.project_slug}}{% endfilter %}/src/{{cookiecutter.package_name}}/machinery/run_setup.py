@@ -1,7 +1,8 @@
 """Before a training run: its folder (a new one, or the latest for ``--resume``), the settings
 and checkpoint a resumed run continues with (checked, since a checkpoint may come from
 anywhere), the output folder held for the run, the device and the data. ``train.py`` calls
-these, then hands everything to a ``TrainingRun`` (``run.py``).
+these, then hands everything to a ``TrainingRun`` (``run.py``), and prints the run's header
+(``print_header``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from . import checkpoints, devices, distributed, output_lock, runs
 from .cli import MAX_SEED
 from .console import say
 from .optim import OPTIMIZERS
-from .run import LAST, RUN_SETTINGS
+from .project import load_project
+from .ranks import current
+from .run import LAST, RUN_SETTINGS, TrainingRun
 from .stopping import TrainError, finite
 
 
@@ -160,3 +163,63 @@ def _load_data(name: str, data_dir: Path) -> data.Dataset:
         return data.load_dataset(name, data_dir)
     except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:
         raise TrainError(str(error)) from error
+
+
+# --------------------------------------------------------------------------------------------
+# The header a run prints before its first epoch
+
+
+def project_title() -> str:
+    try:
+        return load_project().project_name
+    except Exception:  # project.json missing or unreadable: only the title suffers
+        return "LeNet-5"
+
+
+def project_accelerator() -> str:
+    """The stack this project was generated for ("directml", "cuda", "cpu"), if known."""
+    try:
+        return load_project().accelerator
+    except Exception:
+        return ""
+
+
+def print_header(run: TrainingRun, found: devices.Discovery, resumed: bool) -> None:
+    """What a run prints before its first epoch: the device, the data, the settings, where
+    it writes, and what a resumed run continues."""
+    cfg, out, last = run.cfg, run.out, run.last_path
+    accelerator = project_accelerator()
+    say(f"{project_title()}: LeNet-5, {run.parameters:,} parameters, float32")
+    say(f"  device  : {run.option.describe()}  [--device {cfg.device}]")
+    for missing in found.unavailable:
+        if missing.installed or missing.kind == accelerator.replace("cuda-legacy", "cuda"):
+            say(f"  note    : {missing.kind} not used: {missing.reason}")
+    say(f"  data    : {run.dataset.description}")
+    for note in run.dataset.notes:  # a folder's left-out folders and skipped files
+        say(f"  note    : {note}")
+    processes = current()
+    if processes.many:
+        say(
+            f"  torchrun: {processes.world_size} processes, {run.batch_size} images each per "
+            f"step (batch {cfg.batch_size} in all), gradients averaged by DDP"
+        )
+    say(
+        f"  settings: {cfg.optimizer}, peak lr {cfg.peak_lr:g} (one-cycle), "
+        f"batch {cfg.batch_size}, {cfg.epochs} epoch{'s' if cfg.epochs != 1 else ''}, "
+        f"weight decay {cfg.weight_decay:g}, "
+        f"seed {cfg.seed}"
+    )
+    if cfg.dry_run:
+        say(f"  dry run : {run.steps_per_epoch} batches of one epoch; nothing is saved")
+        return
+    say(f"  output  : {out}")
+    if resumed and run.epochs_done >= run.epochs:
+        say(f"  resuming: {last} has finished all {run.epochs} epochs")
+        say("This run is complete: nothing to train. Start a new run to train again.")
+    elif resumed:
+        where = f"epoch {run.epochs_done + 1}"
+        if run.position is not None:
+            where += f", batch {run.position.batch + 1}"
+        say(f"  resuming: {last} at {where}")
+    elif last.exists():
+        say(f"  note    : this new run replaces the one in {out} (--resume would continue it)")

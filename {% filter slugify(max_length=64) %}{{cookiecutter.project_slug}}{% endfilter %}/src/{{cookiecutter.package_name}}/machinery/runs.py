@@ -9,7 +9,8 @@
 A new run gets a folder named after the time it started and the settings that differ from
 the defaults, so that trying ``--optimizer adam`` never replaces the run before it and the
 folder names say what each run tried. "The latest run" is the one whose ``last.pt`` was
-written last: ``--resume`` continues it and ``evaluate`` tests it unless told otherwise.
+written last: ``--resume`` continues it, and ``evaluate``, ``export`` and ``draw`` use its
+model (``find_checkpoint``) unless told otherwise.
 Folder names use no ``:`` (Windows forbids it) and sort by time.
 """
 
@@ -22,10 +23,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import reporting
-from .checkpoints import LAST
+from .checkpoints import BEST, LAST
+from .cli import RUNS_DIR
 from .untrusted import printable
 
-RUNS_DIR = Path("runs")
 COMPARE_PNG = "compare.png"
 MAX_COMPARED = 6  # more lines than this are hard to tell apart in one picture
 
@@ -105,6 +106,30 @@ def latest_run(runs_dir: Path) -> Path | None:
     """The run folder whose ``last.pt`` was written last, or None when there is none."""
     found = runs_in(runs_dir)
     return found[-1] if found else None
+
+
+class NoTrainedModel(Exception):
+    """No model where one was looked for; the message says what to run first."""
+
+
+def find_checkpoint(output_dir: Path = RUNS_DIR) -> Path:
+    """best.pt, else last.pt, of the latest run in ``output_dir`` (a folder of runs, or one
+    run's own folder): the model evaluate, export and draw use unless given --checkpoint.
+    NoTrainedModel when there is neither."""
+    output_dir = Path(output_dir)
+    folder = latest_run(output_dir) or output_dir
+    for name in (BEST, LAST):
+        if (folder / name).is_file():
+            return folder / name
+    package = (__package__ or "<package>.").rpartition(".")[0]
+    train = f"python -m {package}.train"
+    if output_dir != RUNS_DIR:  # train writes to runs/ unless told another folder
+        train += f" --output-dir {printable(output_dir, 300)}"
+    raise NoTrainedModel(
+        f"There is no trained model in {printable(output_dir, 300)} yet (no {BEST} or {LAST}). "
+        f"Train one first: {train} (MNIST), or offline {train} --dataset synthetic; or pass "
+        "--checkpoint FILE."
+    )
 
 
 # --------------------------------------------------------------------------------------------

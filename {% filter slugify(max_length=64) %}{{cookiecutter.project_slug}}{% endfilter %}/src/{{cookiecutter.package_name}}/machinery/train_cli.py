@@ -18,13 +18,13 @@ from ..datasets import folder
 from ..datasets.folder import FolderUnavailable
 from . import distributed
 from .cli import (
-    HelpFormatter,
+    add_data_dir_option,
+    add_device_option,
     command,
-    device_help,
+    command_parser,
     non_negative_float,
     positive_float,
     positive_int,
-    safe_console,
     seed,
     whole_number,
     write_err,
@@ -54,11 +54,10 @@ def dataset_name(text: str) -> str:
 def build_parser(defaults: Any) -> argparse.ArgumentParser:
     """The parser; ``defaults`` is a ``TrainConfig()``, whose values the options default to."""
     package = (__package__ or "<package>.").rpartition(".")[0]
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {package}.train",
-        description="Train LeNet-5 on MNIST (or synthetic digits) on the best available device: "
-        "DirectML, CUDA/ROCm, Intel XPU, Apple MPS or the CPU.",
-        formatter_class=HelpFormatter,
+    parser = command_parser(
+        f"{package}.train",
+        "Train LeNet-5 on MNIST (or synthetic digits) on the best available device: DirectML, "
+        "CUDA/ROCm, Intel XPU, Apple MPS or the CPU.",
     )
     add = parser.add_argument
     add("--epochs", type=EPOCHS, default=defaults.epochs, help="number of epochs")
@@ -90,18 +89,9 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
         help="L2 weight decay",
     )
     add("--seed", type=seed, default=defaults.seed, help="random seed (initial weights, shuffling)")
-    add(
-        "--device",
-        default=defaults.device,
-        help=device_help("device to train on"),
-    )
-    add(
-        "--data-dir",
-        type=Path,
-        default=defaults.data_dir,
-        help="where MNIST is kept or downloaded to: DIR/MNIST/raw, or DIR itself when it "
-        "holds the four files (train-images-idx3-ubyte.gz, ...)",
-    )
+    add_device_option(parser, "train on")
+    parser.set_defaults(device=defaults.device)
+    add_data_dir_option(parser, default=defaults.data_dir)
     add(
         "--dataset",
         type=dataset_name,
@@ -109,6 +99,7 @@ def build_parser(defaults: Any) -> argparse.ArgumentParser:
         help="mnist; synthetic: digits generated here (no download); folder:PATH: your own "
         "images, one subfolder per class (README: Your own images)",
     )
+    # Not add_output_dir_option: train writes the folder that the other commands read.
     add(
         "--output-dir",
         type=Path,
@@ -143,7 +134,6 @@ def main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: ty
 
 
 def _main(argv: Sequence[str] | None, train: Callable[..., Any], config_class: type) -> int:
-    safe_console()
     parser = build_parser(config_class())
     args = parser.parse_args(argv)
     explicit = [name for name, value in vars(args).items() if value != parser.get_default(name)]
