@@ -250,6 +250,13 @@ def test_verify_install_says_it_works_on_the_real_device_and_that_it_is_emulated
     assert f"The device is emulated (a CPU emulating a GPU: {emulated})" in timing["found"]
     assert "x)" not in timing["found"]  # no device-to-CPU speed ratio
     assert "\\u0000" not in json.dumps(report)  # the NUL that ends DXCore's name is gone
+    # Wine's adapter is a Fermi (compute capability 2.0, known by its model name: no
+    # nvidia-smi here): no CUDA build runs it, so the DirectML environment is the right one.
+    recommendation = report["recommendation"]
+    assert recommendation["stack"] == "directml", recommendation
+    assert recommendation["gpu"]["compute_capability"] == "2.0", recommendation["gpu"]
+    assert recommendation["gpu"]["compute_capability_source"] == "model name"
+    assert findings["Environment"]["code"] == "ENV-BEST", findings["Environment"]
 
 
 def test_training_evaluate_and_draw_on_directml_give_the_cpus_results(dml, project, tmp_path):

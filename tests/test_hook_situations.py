@@ -133,6 +133,9 @@ def test_hook_notes_that_the_environment_uses_another_python(bake):
 NVIDIA_DGPU = video_controller(
     "NVIDIA GeForce RTX 4060 Laptop GPU", "10DE", "28A0", "32.0.15.6094", "2024-09-20"
 )
+PASCAL_DGPU = video_controller(  # compute capability 6.1: only the CUDA 12.6 build runs it
+    "NVIDIA GeForce GTX 1060", "10DE", "1C20", "32.0.15.8129", "2025-10-01"
+)
 MACOS_ARM = {"system": "Darwin", "release": "23.5.0", "machine": "arm64", "mac_ver": "14.5"}
 
 
@@ -146,11 +149,20 @@ def steps_and_editors(output: str) -> str:
         (WINDOWS_11, [INTEL_IGPU, AMD_DGPU], {}, "directml"),
         (WINDOWS_11, [NVIDIA_DGPU], {}, "cuda"),
         (WINDOWS_11, [NVIDIA_DGPU], {"env_manager": "venv", "ide": "both"}, "cuda"),
+        (WINDOWS_11, [INTEL_IGPU, PASCAL_DGPU], {"accelerator": "cuda"}, "cuda-legacy"),
         (MACOS_ARM, [], {"ide": "vscode"}, "cpu"),
         (WINDOWS_11, [INTEL_IGPU], {"accelerator": "cpu", "python_version": "3.13"}, "directml"),
         (None, [], {"env_manager": "venv"}, None),  # this machine, as it is
     ],
-    ids=["amd-windows", "nvidia-windows", "nvidia-windows-venv", "mac", "cpu-on-intel", "here"],
+    ids=[
+        "amd-windows",
+        "nvidia-windows",
+        "nvidia-windows-venv",
+        "pascal-windows",
+        "mac",
+        "cpu-on-intel",
+        "here",
+    ],
 )
 def test_the_next_steps_create_the_environment_the_check_recommends(
     bake, fake_machine, platform_answers, adapters, answers, best
@@ -161,7 +173,7 @@ def test_the_next_steps_create_the_environment_the_check_recommends(
     baked = bake(**answers)
 
     assert_generated_without_traceback(baked)
-    said = re.search(r"Best for this machine: ([a-z]+)", baked.output)
+    said = re.search(r"Best for this machine: ([a-z-]+)", baked.output)
     best = best or (said.group(1) if said else baked.answers["accelerator"])
     steps = " ".join(steps_and_editors(baked.output).split())
     default, slug = baked.answers["accelerator"], baked.answers["project_slug"]

@@ -84,6 +84,14 @@ INVALID = {
         {"accelerator": "cuda", "python_version": "3.9"},
         "Python 3.9 is not supported with the cuda accelerator: choose 3.10 to 3.14",
     ),
+    "python 3.9 with cuda-legacy": (
+        {"accelerator": "cuda-legacy", "python_version": "3.9"},
+        "Python 3.9 is not supported with the cuda-legacy accelerator: choose 3.10 to 3.14",
+    ),
+    "python 3.15 with cuda-legacy": (
+        {"accelerator": "cuda-legacy", "python_version": "3.15"},
+        "Python 3.15 is not supported with the cuda-legacy accelerator: choose 3.10 to 3.14",
+    ),
     "python version not of the form 3.X": (
         {"python_version": "python3"},
         "The Python version 'python3' is not of the form 3.X",
@@ -167,7 +175,7 @@ def test_an_answer_outside_a_choice_is_refused(bake, question, answer):
 # A replay file (the refusal's own, or .cookiecutter.json) edited by hand reaches the hooks
 # without cookiecutter checking its choices: the pre-generation hook checks each one.
 HAND_EDITED = {
-    "accelerator": ("tpu", "directml, cuda, xpu, rocm or cpu"),
+    "accelerator": ("tpu", "directml, cuda, cuda-legacy, xpu, rocm or cpu"),
     "ide": ("emacs", "pycharm, vscode, both or none"),
     "env_manager": ("pipenv", "conda or venv"),
     "license": ("GPL", "MIT, BSD-3-Clause, Apache-2.0 or none"),

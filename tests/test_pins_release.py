@@ -20,7 +20,8 @@ def test_every_stack_says_when_and_at_which_release_its_pins_were_chosen():
     release = STACKS["cuda"]["chosen"]  # "PyTorch 2.14.1, chosen 2026-12-01 (...)"
     version, date = re.search(r"PyTorch ([\d.]+), chosen (\d{4}-\d\d-\d\d)", release).groups()
     assert f"**PyTorch {version}, on {date}**" in README
-    assert all(STACKS[name]["pins"]["torch"] == version for name in ("cuda", "xpu", "rocm", "cpu"))
+    current = ("cuda", "cuda-legacy", "xpu", "rocm", "cpu")
+    assert all(STACKS[name]["pins"]["torch"] == version for name in current)
 
 
 def test_the_readme_rows_name_each_stacks_index_and_build_tag():
@@ -39,3 +40,24 @@ def test_rocm_follows_the_release_notes_and_says_what_is_unconfirmed():
     assert "**Not confirmed:**" in README
     assert {"gfx1030", "gfx1100"} <= set(rocm["gfx_targets"])
     assert not {"gfx1031", "gfx1032", "gfx1103"} & set(rocm["gfx_targets"])  # override only
+
+
+def test_the_cuda_stacks_follow_pytorchs_cuda_support_matrix():
+    """PyTorch 2.14's RELEASE.md matrix: CUDA 13.0 builds Turing (7.5) to Blackwell; the legacy
+    CUDA 12.6 build Maxwell (5.0), Pascal (6.0), Volta (7.0) to Hopper (9.0); 2.15 has no CUDA
+    12.x build, so cuda-legacy is final and says so, and its index listing is unconfirmed."""
+    cuda, legacy = STACKS["cuda"], STACKS["cuda-legacy"]
+    assert cuda["index_url"].endswith("/whl/cu130") and cuda["local_version"] == "+cu130"
+    assert legacy["index_url"].endswith("/whl/cu126") and legacy["local_version"] == "+cu126"
+    assert cuda["cuda_archs"] == ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0+PTX"]
+    assert legacy["cuda_archs"] == ["5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"]
+    assert legacy["pins"] == cuda["pins"] == {"torch": "2.14.1", "torchvision": "0.29.1"}
+    assert legacy["final"] is True and "2.15" in legacy["chosen"]
+    assert "NOT confirmed" in legacy["source"] and "not confirmed" in stack_row("cuda-legacy")
+    assert "final" in stack_row("cuda-legacy")
+    for name, branch in (("cuda", 580), ("cuda-legacy", 525)):
+        minimums = STACKS[name]["driver_min"]
+        assert set(minimums) == {"Windows", "Linux"}
+        assert int(minimums["Linux"].split(".")[0]) == branch  # the branch NVIDIA names
+        assert all(int(version.split(".")[0]) >= branch for version in minimums.values())
+        assert "Compatibility" in STACKS[name]["source"]

@@ -46,7 +46,7 @@ def test_the_python_question_states_the_range_of_every_accelerator():
     prompt = CONTEXT["__prompts__"]["python_version"]
 
     for accelerator in STACKS:
-        assert re.search(rf"{python_range(accelerator)} for [a-z, ]*\b{accelerator}\b", prompt)
+        assert re.search(rf"{python_range(accelerator)} for [a-z, -]*\b{accelerator}\b", prompt)
 
 
 def test_each_accelerator_choice_states_its_python_range():

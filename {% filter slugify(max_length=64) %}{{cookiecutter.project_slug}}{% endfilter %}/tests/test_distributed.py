@@ -24,7 +24,12 @@ import torch
 
 import {{ cookiecutter.package_name }}.machinery.stopping as stopping
 from {{ cookiecutter.package_name }} import data, train
-from {{ cookiecutter.package_name }}.machinery import checkpoints, devices, distributed, ranks
+from {{ cookiecutter.package_name }}.machinery import (
+    checkpoints,
+    devices,
+    distributed,
+    ranks,
+)
 from {{ cookiecutter.package_name }}.machinery.output_lock import process_alive
 from {{ cookiecutter.package_name }}.machinery.stopping import TrainError
 

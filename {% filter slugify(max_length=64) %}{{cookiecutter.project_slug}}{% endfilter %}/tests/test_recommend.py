@@ -263,6 +263,6 @@ def test_every_stack_has_the_files_the_commands_name():
 @pytest.mark.parametrize("readme", ["README.md", "README.zh-CN.md"])
 def test_the_readme_table_is_the_rules_table(readme):
     text = (PROJECT_DIR / readme).read_text(encoding="utf-8")
-    rows = re.findall(r"^\| (.+?) \| (.+?) \| `environments/(\w+)\.yml` \|", text, re.MULTILINE)
+    rows = re.findall(r"^\| (.+?) \| (.+?) \| `environments/([\w-]+)\.yml` \|", text, re.MULTILINE)
 
     assert rows == recommend.readme_rows()

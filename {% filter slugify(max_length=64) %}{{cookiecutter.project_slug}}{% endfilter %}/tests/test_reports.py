@@ -308,6 +308,19 @@ def test_machines_are_counted_per_recommended_stack_with_who_is_on_another(tmp_p
     assert ["cuda", "1", "-"] in rows
 
 
+def test_the_legacy_cuda_stack_is_counted_like_the_others(tmp_path):
+    room_report(tmp_path, "fay-gtx-1060", "cuda-legacy", "cuda")  # made in the wrong one
+    room_report(tmp_path, "gus-p100", "cuda-legacy", "cuda-legacy")
+    room_report(tmp_path, "hana-rtx-3060", "cuda", "cuda")
+
+    text = summarise(load_folder(tmp_path).machines)
+
+    section = text.split("Recommended environments")[1].split("Machines (")[0]
+    rows = [line.split() for line in section.splitlines() if line.strip()[:1].isalpha()]
+    assert ["cuda-legacy", "2", "fay-gtx-1060.json", "(on", "cuda)"] in rows
+    assert ["cuda", "1", "-"] in rows
+
+
 def test_reports_without_a_recommendation_leave_the_section_out(samples):
     machines, _ = samples
 

@@ -418,7 +418,8 @@ def test_the_real_thing_on_this_machine(child_limit):
         else:
             assert "one inference on" in finding["found"]
     if expected == 3:  # then the report says why the accelerator is not usable
-        assert any(u["kind"] == accelerator and u["reason"] for u in report["unavailable"])
+        kind = {"cuda-legacy": "cuda", "rocm": "cuda"}.get(accelerator, accelerator)  # torch's
+        assert any(u["kind"] == kind and u["reason"] for u in report["unavailable"])
 
 
 @pytest.mark.parametrize("device", ["xyz", "cuda:x", "directml:"])
@@ -620,6 +621,20 @@ class HipLeNet(model.LeNet5):
 
 
 CUDA_INIT = "CUDA failed to initialise: RuntimeError: CUDA driver version is insufficient"
+NO_KERNEL_IMAGE = (
+    "cuda:0 failed a smoke test: RuntimeError: CUDA error: no kernel image is available for "
+    "execution on the device"
+)
+GTX_1060_SMI = Gpu("NVIDIA GeForce GTX 1060 6GB", 0x10DE, 0x1C03, 6 * 2**30, "580.95.05",
+                   driver="nvidia", source="nvidia-smi", compute_capability="6.1",
+                   capability_source="nvidia-smi")  # fmt: skip
+V100_OLD_SMI = Gpu("Tesla V100-SXM2-16GB", 0x10DE, 0x1DB1, 16 * 2**30, "470.256.02",
+                   driver="nvidia", source="nvidia-smi")  # R470: no compute_cap field  # fmt: skip
+GTX_470_DXGI = Gpu("NVIDIA GeForce GTX 470", 0x10DE, 0x06CD, 1280 * 2**20, "23.21.13.9135",
+                   source="DXGI")  # Fermi's last driver, 391.35  # fmt: skip
+RTX_5090_SMI = Gpu("NVIDIA GeForce RTX 5090", 0x10DE, 0x2B85, 32 * 2**30, "580.95.05",
+                   driver="nvidia", source="nvidia-smi", compute_capability="12.0",
+                   capability_source="nvidia-smi")  # fmt: skip
 CUDA_PINS = {"torch": "2.14.1", "torchvision": "0.29.1"}
 
 # (name, accelerator, OS, GPUs, found devices, unavailable (kind, reason, installed), request,
@@ -675,6 +690,17 @@ SITUATIONS = [
      [("directml", LIBD3D12, True)], "auto", None, "pins"),
     ("windows-rx-7800-dml-works", "directml", WINDOWS, [RX_7800], [DML_RX_7800], [], "auto",
      None, "pins"),
+    ("cuda-project-gtx-1060-no-kernel-image", "cuda", LINUX_X86, [GTX_1060_SMI], [],
+     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+    ("cuda-project-v100-old-driver-no-kernel-image", "cuda", LINUX_X86, [V100_OLD_SMI], [],
+     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+    ("cuda-project-windows-gtx-470", "cuda", WINDOWS, [GTX_470_DXGI], [],
+     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+    ("cuda-legacy-project-rtx-5090-no-kernel-image", "cuda-legacy", LINUX_X86, [RTX_5090_SMI],
+     [], [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+    ("cuda-legacy-project-gtx-1060-cpu-torch", "cuda-legacy", WINDOWS, [OLD_GEFORCE], [],
+     [("cuda", NO_CUDA_BUILD, False), ("directml", NOT_INSTALLED["cuda"], False)], "auto",
+     None, {"torch": "2.14.1", "torchvision": "0.29.1"}),
     ("xpu-project-with-a-cuda-build", "xpu", LINUX_X86, [LINUX_B580], [],
      [("xpu", "no Intel XPU (needs Intel's torch build, 2.5 or later)", False),
       ("cuda", "torch has CUDA support but sees no GPU", False)], "auto", None,
@@ -1074,21 +1100,23 @@ def test_an_error_that_shows_only_when_a_result_is_read_back_says_so():
 # Over every situation above: the fixes name one environment to create and never install
 # another stack's packages beside it, and none says "nothing to install" while another installs.
 
-CREATE = re.compile(r"\b(?:Create|Use) the (\w+) environment\b")
+CREATE = re.compile(r"\b(?:Create|Use) the ([\w-]+) environment\b")
 NOTHING = re.compile(r"\bnothing (?:to install|is needed)\b", re.IGNORECASE)
 INSTALLS = re.compile(r"`pip install [^`]*`|`conda env (?:create|update)[^`]*`")
 
 
 def stack_of_install(command: str, default: str) -> str:
     """The stack an install command puts into the environment."""
-    file = re.search(r"environments/(\w+)\.(?:txt|yml)", command)
+    file = re.search(r"environments/([\w-]+)\.(?:txt|yml)", command)
     if file:
         return file.group(1)
     if "torch-directml" in command or "torch==2.4.1" in command:
         return "directml"
-    tag = re.search(r"torch==[\d.]+\+([a-z]+)", command)
+    tag = re.search(r"torch==[\d.]+\+([a-z]+)(\d*)", command)
+    if tag and tag.group(1) == "cu":
+        return "cuda-legacy" if tag.group(2) == "126" else "cuda"
     if tag:
-        return {"cu": "cuda"}.get(tag.group(1), tag.group(1))
+        return tag.group(1)
     return default
 
 
@@ -1236,7 +1264,10 @@ PYPI_MACOS_VERSION_PY = PYPI_LINUX_VERSION_PY.replace("+cu130", "").replace("'13
         ("rocm", "2.14.1", PYPI_LINUX_VERSION_PY, FAIL),
         ("cuda", "2.14.1", PYPI_LINUX_VERSION_PY, OK),  # PyPI's Linux wheel is the CUDA 13.0 one
         ("cuda", "2.14.1", PYPI_WINDOWS_VERSION_PY, FAIL),  # PyPI's Windows wheel has no CUDA
-        ("cuda", "2.14.1+cu126", "", OK),
+        ("cuda", "2.14.1+cu126", "", FAIL),  # the cuda-legacy stack's build: no Blackwell
+        ("cuda-legacy", "2.14.1+cu126", "", OK),
+        ("cuda-legacy", "2.14.1+cu130", "", FAIL),  # no kernels for Maxwell, Pascal, Volta
+        ("cuda-legacy", "2.14.1", PYPI_LINUX_VERSION_PY, FAIL),  # PyPI's is the CUDA 13 one
         ("cpu", "2.14.1+cpu", "", OK),
         ("cpu", "2.14.1", PYPI_MACOS_VERSION_PY, OK),
         ("cpu", "2.14.1", PYPI_LINUX_VERSION_PY, WARN),  # trains, with 3 GB of CUDA unused

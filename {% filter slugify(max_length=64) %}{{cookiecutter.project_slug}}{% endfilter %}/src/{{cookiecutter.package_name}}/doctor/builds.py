@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-STACK_NAMES = {"xpu": "XPU", "rocm": "ROCm", "cuda": "CUDA", "cpu": "CPU"}
+STACK_NAMES = {
+    "xpu": "XPU",
+    "rocm": "ROCm",
+    "cuda": "CUDA",
+    "cuda-legacy": "CUDA 12.6 (legacy)",
+    "cpu": "CPU",
+}
+# The CUDA builds the cuda-legacy stack installs (the final CUDA 12.6 one); other cu tags: cuda.
+LEGACY_CUDA_TAGS = ("cu126",)
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,11 @@ class TorchBuild:
 
 
 def stack_of_tag(tag: str) -> str | None:
-    """A build tag's stack: 'xpu' -> xpu, 'rocm7.14' -> rocm, 'cu130' -> cuda, 'cpu' -> cpu."""
+    """A build tag's stack: 'xpu' -> xpu, 'rocm7.14' -> rocm, 'cu130' -> cuda, 'cu126' ->
+    cuda-legacy, 'cpu' -> cpu."""
     tag = tag.lower()
+    if tag in LEGACY_CUDA_TAGS:
+        return "cuda-legacy"
     for prefix, stack in (("xpu", "xpu"), ("rocm", "rocm"), ("cu", "cuda"), ("cpu", "cpu")):
         if tag.startswith(prefix):
             return stack

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import findings, onnx_runtime_check
 from .rules import (
+    cuda,
     devices,
     drivers,
     environment,
@@ -35,6 +36,7 @@ SUBJECTS = (
     gpus_windows,
     gpus_linux,
     rocm,
+    cuda,
     drivers,
     environment,
     packages,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..machinery.project import Project
-from . import gpu_linux, gpu_windows, os_info, recommend
+from . import gpu_linux, gpu_windows, nvidia, os_info, recommend
 from .gpus import GpuScan
 from .os_info import OsInfo
 from .rules.environment import recommendation_details
@@ -40,6 +40,7 @@ class Facts:
     def with_scan(self, scan: GpuScan) -> Facts:
         """The GPUs, and the recommendation that rests on them."""
         assert self.os is not None
+        scan = replace(scan, gpus=nvidia.with_capabilities(scan.gpus))  # names tell DXGI's
         return replace(self, scan=scan, best=recommend.recommend(self.os, scan.hardware))
 
     def with_active(self, active: str | None) -> Facts:

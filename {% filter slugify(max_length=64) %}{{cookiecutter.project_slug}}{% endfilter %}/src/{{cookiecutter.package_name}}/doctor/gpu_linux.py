@@ -17,12 +17,21 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import amd_linux
+from . import nvidia as nvidia_table
 from .bounded import CommandResult, describe_error, run_command
 from .gpus import AMD, NVIDIA, Gpu, GpuScan, vendor_name
 
 DRM_ROOT = Path("/sys/class/drm")
 TOOL_TIMEOUT = 5.0
+# compute_cap exists in nvidia-smi from the R510/R525 drivers on; older ones (R470, the last
+# for Kepler) exit with 2: 'Field "compute_cap" is not a valid field to query.' Then the query
+# without it runs, and the model name gives the capability (nvidia.py).
 NVIDIA_SMI_QUERY = [
+    "nvidia-smi",
+    "--query-gpu=name,driver_version,memory.total,compute_cap",
+    "--format=csv,noheader,nounits",
+]
+NVIDIA_SMI_OLD_QUERY = [
     "nvidia-smi",
     "--query-gpu=name,driver_version,memory.total",
     "--format=csv,noheader,nounits",
@@ -91,13 +100,15 @@ def run_tool(args: list[str], timeout: float) -> CommandResult:
 
 
 def parse_nvidia_smi(text: str) -> list[Gpu]:
-    """'NVIDIA GeForce RTX 3080, 535.183.01, 10240' per line (memory in MiB). Raises ValueError."""
+    """'NVIDIA GeForce RTX 3080, 535.183.01, 10240, 8.6' per line (memory in MiB; the compute
+    capability only from drivers that know the field). Raises ValueError."""
     gpus = []
     for line in text.strip().splitlines():
         fields = [field.strip() for field in line.split(",")]
         if len(fields) < 3 or not fields[0]:
             raise ValueError(f"unexpected line {line!r}")
         memory = int(fields[2]) * 2**20 if fields[2].isdigit() else None
+        capability = fields[3] if len(fields) > 3 and nvidia_table.parse(fields[3]) else ""
         gpus.append(
             Gpu(
                 name=fields[0],
@@ -106,9 +117,20 @@ def parse_nvidia_smi(text: str) -> list[Gpu]:
                 driver="nvidia",
                 driver_version=fields[1],
                 source="nvidia-smi",
+                compute_capability=capability,
+                capability_source=nvidia_table.SMI_SOURCE if capability else "",
             )
         )
     return gpus
+
+
+def nvidia_smi_gpus(timeout: float) -> tuple[list[Gpu], str]:
+    """nvidia-smi's GPUs with their compute capability; without it from a driver too old to
+    know the field (the model name then gives it)."""
+    named, problem = _tool_gpus(NVIDIA_SMI_QUERY, parse_nvidia_smi, timeout)
+    if problem and "compute_cap" in problem:
+        named, problem = _tool_gpus(NVIDIA_SMI_OLD_QUERY, parse_nvidia_smi, timeout)
+    return named, problem
 
 
 def parse_rocm_smi(text: str) -> list[Gpu]:
@@ -220,7 +242,7 @@ def scan(root: Path = DRM_ROOT, timeout: float = TOOL_TIMEOUT, wsl: bool = False
     others = [gpu for gpu in cards if gpu.vendor_id not in (NVIDIA, AMD)]
     source = str(root) if cards else ""
     if any(gpu.driver == "nvidia" for gpu in nvidia) or (wsl and not cards):
-        named, problem = _tool_gpus(NVIDIA_SMI_QUERY, parse_nvidia_smi, timeout)
+        named, problem = nvidia_smi_gpus(timeout)
         if problem and nvidia:  # in WSL2 without an NVIDIA GPU, no nvidia-smi is normal
             problems.append(f"nvidia-smi: {problem}")
         if named:
@@ -246,4 +268,4 @@ def scan(root: Path = DRM_ROOT, timeout: float = TOOL_TIMEOUT, wsl: bool = False
         amd = with_gfx_targets(amd, amd_linux.kfd_nodes(kfd_root))  # the kernel's word wins
         nodes = ["/dev/kfd"] + [gpu.render_node for gpu in amd if gpu.render_node]
         denied = amd_linux.device_access(dict.fromkeys(nodes), system_root)
-    return GpuScan(nvidia + amd + others, source, problems, denied)
+    return GpuScan(nvidia_table.with_capabilities(nvidia) + amd + others, source, problems, denied)

@@ -23,12 +23,14 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from ..machinery.cli import clean_name
+from . import nvidia
 from .bounded import CommandResult, call_with_timeout, run_command
-from .gpus import SOFTWARE, Gpu, GpuScan
+from .gpus import NVIDIA, SOFTWARE, Gpu, GpuScan
 
 DXGI_TIMEOUT = 5.0
 REGISTRY_TIMEOUT = 3.0
 POWERSHELL_TIMEOUT = 10.0
+NVIDIA_SMI_TIMEOUT = 5.0
 
 DXGI_ERROR_NOT_FOUND = 0x887A0002
 DXGI_ADAPTER_FLAG_SOFTWARE = 2
@@ -319,8 +321,37 @@ def powershell_adapters(timeout: float = POWERSHELL_TIMEOUT) -> tuple[list[Gpu],
         return [], f"unreadable output from Get-CimInstance: {_excerpt(result.stdout) or 'empty'!r}"
 
 
+def nvidia_smi_capabilities(timeout: float = NVIDIA_SMI_TIMEOUT) -> dict[str, str]:
+    """The compute capability per GPU name from nvidia-smi (NVIDIA's Windows driver installs it
+    in System32); {} when it is missing or too old to know the field."""
+    from .gpu_linux import nvidia_smi_gpus  # the same query and parser on both systems
+
+    found, _problem = nvidia_smi_gpus(timeout)
+    return {gpu.name: gpu.compute_capability for gpu in found if gpu.compute_capability}
+
+
+def with_capabilities(gpus: list[Gpu]) -> list[Gpu]:
+    """NVIDIA GPUs get their compute capability: nvidia-smi's, else their model name's."""
+    if not any(gpu.vendor_id == NVIDIA for gpu in gpus):
+        return gpus
+    measured = nvidia_smi_capabilities()
+    gpus = [
+        replace(gpu, compute_capability=measured[gpu.name], capability_source=nvidia.SMI_SOURCE)
+        if gpu.vendor_id == NVIDIA and gpu.name in measured
+        else gpu
+        for gpu in gpus
+    ]
+    return nvidia.with_capabilities(gpus)
+
+
 def scan(timeout: float = POWERSHELL_TIMEOUT) -> GpuScan:
-    """DXGI (with registry dates); PowerShell when DXGI fails or sees no GPU with a driver."""
+    """DXGI (with registry dates); PowerShell when DXGI fails or sees no GPU with a driver.
+    NVIDIA GPUs get their compute capability (``with_capabilities``)."""
+    found = _scan(timeout)
+    return GpuScan(with_capabilities(found.gpus), found.source, found.problems, found.denied)
+
+
+def _scan(timeout: float) -> GpuScan:
     problems = []
     gpus, problem = call_with_timeout(dxgi_adapters, DXGI_TIMEOUT)
     gpus = list(gpus or [])

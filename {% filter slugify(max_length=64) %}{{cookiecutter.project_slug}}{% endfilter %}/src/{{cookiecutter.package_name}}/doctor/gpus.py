@@ -64,6 +64,8 @@ class Gpu:
     memory_capped: bool = False  # Win32_VideoController.AdapterRAM stops at 4 GB
     gfx_target: str = ""  # AMD on Linux: the ISA ROCm compiles for ("gfx1031"), from KFD
     render_node: str = ""  # Linux: "/dev/dri/renderD128", which ROCm opens with /dev/kfd
+    compute_capability: str = ""  # NVIDIA: "6.1", which CUDA builds of torch run it on
+    capability_source: str = ""  # nvidia-smi, model name (nvidia.py's table) or torch
 
     def __post_init__(self) -> None:
         # Every source's text passes here: DXGI, the registry, PowerShell, sysfs, nvidia-smi.
@@ -92,6 +94,9 @@ class Gpu:
             parts.append(f"{label} {self.driver_version}{dated}")
         if self.gfx_target:
             parts.append(self.gfx_target)
+        if self.compute_capability:
+            named = " by its model name" if self.capability_source == "model name" else ""
+            parts.append(f"compute capability {self.compute_capability}{named}")
         return f"{self.name} ({', '.join(parts)})"
 
     def to_dict(self) -> dict:
@@ -107,6 +112,8 @@ class Gpu:
             "driver_date": self.driver_date.isoformat() if self.driver_date else None,
             "source": self.source,
             "gfx_target": self.gfx_target,
+            "compute_capability": self.compute_capability,
+            "compute_capability_source": self.capability_source,
         }
 
 

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from . import amd_linux
+from . import amd_linux, nvidia
 from .builds import stack_of_tag
 from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu
 from .os_info import OsInfo
 
 WINDOWS, LINUX, WSL2, MACOS, ANY = "Windows", "Linux", "WSL2", "macOS", "any"
 # When two GPUs each have a stack, the discrete GPU wins; between equals, this order.
-PREFERENCE = ("cuda", "xpu", "rocm", "directml", "cpu")
+PREFERENCE = ("cuda", "cuda-legacy", "xpu", "rocm", "directml", "cpu")
 FALLBACK_WHY = (
     "no GPU that a PyTorch stack can train on was found: the CPU stack (current torch) runs "
     "everywhere"
@@ -77,6 +77,25 @@ def _not_arc(gpu: Gpu) -> bool:
     return not is_intel_arc(gpu)
 
 
+def _cuda_13(gpu: Gpu) -> bool:
+    """NVIDIA of compute capability 7.5 or newer, or of a capability nothing could read (most
+    GPUs in use are; the GPU line and a failing smoke test say how to tell)."""
+    capability = nvidia.capability_of(gpu)
+    return not capability or "cuda" in nvidia.stacks_running(capability)
+
+
+def _cuda_12_only(gpu: Gpu) -> bool:
+    """NVIDIA Maxwell, Pascal, Volta (5.0 to 7.x): only the final CUDA 12.6 build runs them."""
+    capability = nvidia.capability_of(gpu)
+    return bool(capability) and nvidia.stacks_running(capability) == ["cuda-legacy"]
+
+
+def _no_cuda_build(gpu: Gpu) -> bool:
+    """NVIDIA Kepler, Fermi (below 5.0): no current PyTorch build runs them."""
+    capability = nvidia.capability_of(gpu)
+    return bool(capability) and not nvidia.stacks_running(capability)
+
+
 @dataclass(frozen=True)
 class Rule:
     system: str  # WINDOWS, LINUX (not WSL), WSL2, MACOS or ANY
@@ -101,10 +120,48 @@ RULES: tuple[Rule, ...] = (
     Rule(
         ANY,
         NVIDIA,
-        "NVIDIA GeForce, RTX, Quadro",
-        _any,
+        "NVIDIA, compute capability 7.5 and newer (GTX 16xx, RTX 20xx and later, T4, A100, H100)",
+        _cuda_13,
         "cuda",
-        "CUDA is PyTorch's native backend for NVIDIA GPUs, on a current torch",
+        "CUDA is PyTorch's native backend for NVIDIA GPUs; the CUDA 13.0 build of a current "
+        "torch runs compute capability 7.5 (Turing) and newer",
+    ),
+    Rule(
+        ANY,
+        NVIDIA,
+        "NVIDIA, compute capability 5.0 to 7.0 (GTX 900/10xx, Quadro M/P, Tesla P100/V100)",
+        _cuda_12_only,
+        "cuda-legacy",
+        "CUDA 13 dropped Maxwell, Pascal and Volta: PyTorch's CUDA 12.6 build of torch 2.14.1 "
+        "is the last that runs them (2.15 publishes none), and the cuda-legacy environment "
+        "pins it",
+    ),
+    Rule(
+        WINDOWS,
+        NVIDIA,
+        "NVIDIA, compute capability below 5.0 (Kepler GTX 600/700, Fermi GTX 400/500)",
+        _no_cuda_build,
+        "directml",
+        "no PyTorch build has CUDA kernels for compute capability below 5.0 any more; DirectML "
+        "reaches the GPU through DirectX 12, on the frozen torch 2.4.1",
+    ),
+    Rule(
+        WSL2,
+        NVIDIA,
+        "NVIDIA, compute capability below 5.0 (Kepler, Fermi)",
+        _no_cuda_build,
+        "directml",
+        "no PyTorch build has CUDA kernels for compute capability below 5.0 any more; in WSL2 "
+        "DirectML reaches the GPU through /dev/dxg, on the frozen torch 2.4.1",
+    ),
+    Rule(
+        LINUX,
+        NVIDIA,
+        "NVIDIA, compute capability below 5.0 (Kepler, Fermi)",
+        _no_cuda_build,
+        "cpu",
+        "no PyTorch build has CUDA kernels for compute capability below 5.0 any more, and "
+        "DirectML needs Windows or WSL2: the CPU stack works",
     ),
     Rule(
         WINDOWS,
@@ -295,7 +352,14 @@ def recommend(info: OsInfo, gpus: Iterable[Gpu]) -> Recommendation:
             ranked.append((key, gpu, rule))
     if ranked:
         _, gpu, rule = min(ranked, key=lambda item: item[0])
-        return Recommendation(rule.stack, rule.why, gpu)
+        why = rule.why
+        if gpu.vendor_id == NVIDIA and not nvidia.capability_of(gpu):
+            why += (
+                f"; {gpu.name}'s compute capability could not be read, so check it is 7.5 or "
+                "newer (`nvidia-smi --query-gpu=name,compute_cap --format=csv`); 5.0 to 7.0 "
+                "take the cuda-legacy environment"
+            )
+        return Recommendation(rule.stack, why, gpu)
     for rule in RULES:
         machine_rule = rule.vendor is None and rule.system == system
         if machine_rule and (system != WSL2 or info.dxg):
@@ -306,7 +370,8 @@ def recommend(info: OsInfo, gpus: Iterable[Gpu]) -> Recommendation:
 def stack_of_torch(torch_version: str | None, directml: bool) -> str | None:
     """The stack an installed torch belongs to, from its version's local tag, or None.
 
-    '2.14.1+xpu' -> xpu, '+rocm7.2' -> rocm, '+cu130' -> cuda, '+cpu' -> cpu; torch-directml
+    '2.14.1+xpu' -> xpu, '+rocm7.2' -> rocm, '+cu130' -> cuda, '+cu126' -> cuda-legacy,
+    '+cpu' -> cpu; torch-directml
     installed -> directml. A torch without a tag (PyPI's) is not told apart: None.
     """
     if directml:

@@ -30,6 +30,7 @@ import argparse
 import importlib
 import sys
 import time
+import warnings
 from typing import Any, Sequence
 
 from ..machinery.cli import (
@@ -137,11 +138,15 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         return
     try:
         since = report.lap("import torch", since)
-        discovery = devices.discover()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            discovery = devices.discover()
+        torch_said = _shown(caught)  # e.g. "... is not compatible with the current PyTorch"
+        measured = _capabilities(torch)
         since = report.lap("devices", since)
         _record_devices(report, discovery)
         report.findings += device_rules.device_findings(
-            discovery, project, report.findings, report.recommendation
+            discovery, project, report.findings, report.recommendation, torch_said, measured
         )
     except Exception as error:
         report.findings.append(device_rules.discovery_failed(error))
@@ -165,7 +170,15 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         _count_devices(report, discovery, chosen.kind)
     accelerator = chosen.kind != "cpu"
     works = _probe(
-        report, project, torch, model.LeNet5, train, chosen.device, chosen.label, accelerator
+        report,
+        project,
+        torch,
+        model.LeNet5,
+        train,
+        chosen.device,
+        chosen.label,
+        accelerator,
+        (torch_said, measured),
     )
     report.lap("smoke test and timing", since)
     if not works:
@@ -191,6 +204,28 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
             f"CPU FALLBACK: {project.accelerator} is not usable here, so training runs on the "
             "CPU (slower)."
         )
+
+
+def _shown(caught: list) -> str:
+    """The warnings torch gave while it listed the devices, shown as usual and returned as one
+    text (its "not compatible with the current PyTorch installation" names the GPU)."""
+    for warning in caught:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    return " ".join(str(warning.message) for warning in caught)
+
+
+def _capabilities(torch: Any) -> list[tuple[str, str]]:
+    """(name, compute capability) of each CUDA GPU as torch reads it; [] without CUDA."""
+    try:
+        if not getattr(torch.version, "cuda", None) or not torch.cuda.is_available():
+            return []
+        found = []
+        for index in range(torch.cuda.device_count()):
+            major, minor = torch.cuda.get_device_capability(index)
+            found.append((torch.cuda.get_device_name(index), f"{major}.{minor}"))
+        return found
+    except Exception:  # a broken driver: the device rules report it
+        return []
 
 
 # -------------------------------------------------------------------- the probes' rows
@@ -238,19 +273,23 @@ def _probe(
     device: Any,
     where: str,
     accelerator: bool,
+    seen: tuple[str, list] = ("", []),
 ) -> bool:
     """The probes on the device and their rows: smoke test, fallback operators and timing;
     False when the device gets it wrong. Every probe's row is added here, and only here.
 
     ``where``: the device as --device names it (directml:0, not torch's privateuseone:0).
-    ``accelerator``: the device is not the CPU, so compare with the CPU and time both."""
+    ``accelerator``: the device is not the CPU, so compare with the CPU and time both.
+    ``seen``: torch's warnings while listing the devices, and its GPUs' compute capabilities."""
 
     def failed(check: str, work: str, error: Exception) -> bool:
         located = probes.locate_failure(torch, lenet, train, device) if accelerator else None
         if located is not None:  # --json: a room's reports show which GPU fails where
             report.failed_step = {"during": check.lower(), **located.to_dict()}
         report.findings.append(
-            run_rules.failure(check, work, error, located, report.recommendation, project)
+            run_rules.failure(
+                check, work, error, located, report.recommendation, project, seen[0], seen[1]
+            )
         )
         return False
 

@@ -192,7 +192,7 @@ def print_header(run: TrainingRun, found: devices.Discovery, resumed: bool) -> N
     say(f"{project_title()}: LeNet-5, {run.parameters:,} parameters, float32")
     say(f"  device  : {run.option.describe()}  [--device {cfg.device}]")
     for missing in found.unavailable:
-        if missing.installed or missing.kind == accelerator:
+        if missing.installed or missing.kind == accelerator.replace("cuda-legacy", "cuda"):
             say(f"  note    : {missing.kind} not used: {missing.reason}")
     say(f"  data    : {run.dataset.description}")
     for note in run.dataset.notes:  # a folder's left-out folders and skipped files

@@ -20,7 +20,7 @@ from ..findings import (
     Finding,
     printed_fix,
 )
-from . import rocm
+from . import cuda, rocm
 from .packages import install_fix
 
 CODES = {
@@ -36,16 +36,24 @@ CODES = {
     "DEVICE-COUNT": "How many devices of the chosen kind, and the torchrun command for several.",
 }
 
+# The device kind each stack trains on, where the two names differ (torch calls both CUDA
+# builds' devices "cuda").
+DEVICE_KIND = {"cuda-legacy": "cuda"}
+
 
 def device_findings(
     discovery: Any,
     project: Project,
     earlier: Sequence[Finding] = (),
     recommendation: dict[str, Any] | None = None,
+    torch_said: str = "",
+    measured: Sequence[tuple[str, str]] = (),
 ) -> list[Finding]:
     """One line per device torch can train on, one per backend that should be there and is
     not (with the reason and its fix), and one line for all the backends this machine or build
-    simply does not have. ``earlier``: the findings so far, whose fixes the advice may name."""
+    simply does not have. ``earlier``: the findings so far, whose fixes the advice may name.
+    ``torch_said``: torch's warnings while it listed the devices; ``measured``: (GPU name,
+    compute capability) from torch."""
     findings = []
     for option in discovery.options:
         details = option.details or {}
@@ -58,7 +66,7 @@ def device_findings(
         )
     absent = []  # backends this install or machine simply does not have: one line for all
     for missing in discovery.unavailable:
-        ours = missing.kind == project.accelerator
+        ours = missing.kind == DEVICE_KIND.get(project.accelerator, project.accelerator)
         if ours or getattr(missing, "installed", True):
             status = WARN if ours or project.accelerator != "cpu" else OK
             fix, role = "", ""
@@ -76,6 +84,12 @@ def device_findings(
                     kernels[1],
                     "",
                 )
+            image = None
+            if missing.kind == "cuda":
+                text = f"{missing.reason} {torch_said}"
+                image = cuda.no_kernel_image(text, recommendation, project, measured)
+            if image:
+                code, found, fix, role = "CUDA-NO-KERNEL-IMAGE", f"{found} {image[0]}", image[1], ""
             findings.append(Finding("Device", status, found, fix, code, role))
         else:
             absent.append(f"{missing.kind} ({missing.reason})")

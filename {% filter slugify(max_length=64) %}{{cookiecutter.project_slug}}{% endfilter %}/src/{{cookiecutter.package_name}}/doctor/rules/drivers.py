@@ -1,5 +1,5 @@
 """Rules about GPU drivers: one several years old, and an NVIDIA driver older than the CUDA
-build of torch needs."""
+build of torch needs (each CUDA stack's ``driver_min`` in the support table, per system)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import re
 from typing import Iterable
 
 from ...machinery.project import Project
-from ..drivers import driver_age, nvidia_branch
+from .. import nvidia
+from ..drivers import driver_age, nvidia_branch, version_fields
 from ..findings import UPDATES_DRIVER, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, QUALCOMM, Gpu
 from ..os_info import OsInfo
@@ -51,33 +52,72 @@ def old_drivers(gpus: Iterable[Gpu], today: datetime.date) -> list[Finding]:
     return findings
 
 
-def _cuda_major(project: Project, info: OsInfo) -> int | None:
+def _cuda_version(project: Project, info: OsInfo) -> str | None:
+    """'13.0' for the cu130 build, '12.6' for cu126; None when torch has no CUDA build."""
     match = re.search(r"/cu(\d+)\b", project.index_url or "")
     if match:
-        return int(match.group(1)[:-1])
+        digits = match.group(1)
+        return f"{digits[:-1]}.{digits[-1]}"
     if project.accelerator == "directml" and info.is_linux:
-        return 12  # PyPI's torch 2.4.1 for Linux x86_64 is built with CUDA 12.1
+        return "12.1"  # PyPI's torch 2.4.1 for Linux x86_64 is built with CUDA 12.1
     return None
 
 
-def too_old_for_cuda(project: Project, info: OsInfo, gpus: Iterable[Gpu]) -> list[Finding]:
-    cuda = _cuda_major(project, info)
-    if cuda is None or cuda not in CUDA_MIN_DRIVER:
-        return []
+def driver_minimum(project: Project, info: OsInfo) -> tuple[str, str] | None:
+    """(the oldest NVIDIA driver, the CUDA version that needs it) for the active stack on this
+    system: the stack's ``driver_min`` for Windows or Linux (WSL2 runs the Windows driver),
+    else the CUDA major's branch (minor version compatibility)."""
+    cuda = _cuda_version(project, info)
+    if cuda is None:
+        return None
+    windows = info.is_windows or info.wsl == 2
+    minimums = project.stacks.get(project.accelerator, {}).get("driver_min") or {}
+    oldest = minimums.get("Windows" if windows else "Linux")
+    if not oldest and int(cuda.split(".")[0]) in CUDA_MIN_DRIVER:
+        oldest = str(CUDA_MIN_DRIVER[int(cuda.split(".")[0])])
+    return (oldest, cuda) if oldest else None
+
+
+def _stack_for_driver(project: Project, gpu: Gpu, best: str) -> str | None:
+    """The stack whose CUDA build the driver must run: the active one when its build runs the
+    GPU; else the recommended CUDA stack when that one does; None when no CUDA build runs it
+    (Kepler, Fermi: no driver update helps)."""
+    active = project.accelerator
+    if active not in nvidia.CUDA_STACKS:
+        return active
+    capability = nvidia.capability_of(gpu)
+    if not capability or nvidia.runs_on(capability, nvidia.CUDA_ARCHS[active]):
+        return active
+    known = best in nvidia.CUDA_STACKS and best in project.stacks
+    return best if known and nvidia.runs_on(capability, nvidia.CUDA_ARCHS[best]) else None
+
+
+def too_old_for_cuda(
+    project: Project, info: OsInfo, gpus: Iterable[Gpu], best: str = ""
+) -> list[Finding]:
+    """An NVIDIA driver older than the CUDA build needs: the active stack's, or the recommended
+    CUDA stack's (``best``) when only that one runs the GPU."""
     findings = []
     for gpu in gpus:
         branch = nvidia_branch(gpu.driver_version) if gpu.vendor_id == NVIDIA else None
-        if branch is not None and branch[0] < CUDA_MIN_DRIVER[cuda]:
-            findings.append(
-                Finding(
-                    "Driver",
-                    WARN,
-                    f"{gpu.name}: NVIDIA driver {branch[1]} is older than {CUDA_MIN_DRIVER[cuda]}, "
-                    f"the oldest that runs this project's CUDA {cuda} build of torch.",
-                    f"Install NVIDIA driver {CUDA_MIN_DRIVER[cuda]} or newer "
-                    f"({DRIVER_DOWNLOADS[NVIDIA]}; on Linux the distribution's packages).",
-                    code="DRIVER-TOO-OLD-FOR-CUDA",
-                    role=UPDATES_DRIVER,
-                )
+        stack = _stack_for_driver(project, gpu, best) if branch is not None else None
+        minimum = driver_minimum(project.for_stack(stack), info) if stack else None
+        if branch is None or minimum is None:
+            continue
+        oldest, cuda = minimum
+        if version_fields(branch[1]) >= version_fields(oldest):
+            continue
+        whose = "this project's" if stack == project.accelerator else f"the {stack} environment's"
+        findings.append(
+            Finding(
+                "Driver",
+                WARN,
+                f"{gpu.name}: NVIDIA driver {branch[1]} is older than {oldest}, the oldest "
+                f"that runs {whose} CUDA {cuda} build of torch.",
+                f"Install NVIDIA driver {oldest} or newer "
+                f"({DRIVER_DOWNLOADS[NVIDIA]}; on Linux the distribution's packages).",
+                code="DRIVER-TOO-OLD-FOR-CUDA",
+                role=UPDATES_DRIVER,
             )
+        )
     return findings

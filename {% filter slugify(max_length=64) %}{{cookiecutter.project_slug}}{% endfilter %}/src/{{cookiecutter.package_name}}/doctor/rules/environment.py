@@ -100,6 +100,7 @@ STACK_SYSTEMS = {
     "rocm": ("Linux",),
     "xpu": ("Windows", "Linux"),
     "cuda": ("Windows", "Linux", "WSL2"),
+    "cuda-legacy": ("Windows", "Linux", "WSL2"),
 }
 
 

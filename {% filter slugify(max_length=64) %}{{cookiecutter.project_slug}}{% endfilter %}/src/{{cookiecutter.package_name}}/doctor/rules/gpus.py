@@ -11,7 +11,7 @@ from .. import recommend
 from ..findings import OK, WARN, Finding
 from ..gpus import NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
-from . import drivers, gpus_linux, gpus_windows
+from . import cuda, drivers, gpus_linux, gpus_windows
 
 CODES = {
     "GPU-FOUND": "A GPU, as the system reports it.",
@@ -37,17 +37,18 @@ def check_gpus(
     hardware = scan.hardware
     findings = _list_findings(hardware)
     findings += _problem_findings(scan, bool(hardware))
+    best = best or recommend.recommend(info, hardware)
+    findings += cuda.capability_findings(project, hardware, recommend.system_of(info), best.stack)
     if info.is_windows:
         findings += gpus_windows.check(project, scan)
         if not hardware:
             return findings
         aged = hardware
     else:
-        best = best or recommend.recommend(info, hardware)
         findings += gpus_linux.check(project, info, scan, best.stack)
         aged = [gpu for gpu in hardware if gpu.vendor_id == NVIDIA]
     findings += drivers.old_drivers(aged, today)
-    findings += drivers.too_old_for_cuda(project, info, hardware)
+    findings += drivers.too_old_for_cuda(project, info, hardware, best.stack)
     return findings
 
 

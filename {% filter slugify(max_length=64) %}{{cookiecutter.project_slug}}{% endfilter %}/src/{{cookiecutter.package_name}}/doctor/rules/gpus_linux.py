@@ -5,11 +5,11 @@ shared GPUs, no GPU at all."""
 from __future__ import annotations
 
 from ...machinery.project import Project
-from .. import amd_linux, recommend
+from .. import amd_linux, nvidia, recommend
 from ..findings import INSTALLS_BACKEND, OK, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
-from . import rocm
+from . import cuda, rocm
 from .environment import stack_files
 
 CODES = {
@@ -163,8 +163,12 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
                 code="GPU-NVIDIA-NO-DRIVER",
             )
         ]
-    if project.accelerator == "cuda":
-        return [Finding("GPU", OK, f"{gpu.name}: CUDA trains on it.", code="GPU-CUDA-OK")]
+    if project.accelerator in nvidia.CUDA_STACKS:
+        if not cuda.runs(project, gpu):
+            return []  # the compute capability's warning (rules/cuda.py) says it
+        capability = nvidia.capability_of(gpu)
+        said = f" (compute capability {capability})" if capability else ""
+        return [Finding("GPU", OK, f"{gpu.name}: CUDA trains on it{said}.", code="GPU-CUDA-OK")]
     if project.accelerator == "directml" and x86:
         torch = project.pins.get("torch", "")
         return [

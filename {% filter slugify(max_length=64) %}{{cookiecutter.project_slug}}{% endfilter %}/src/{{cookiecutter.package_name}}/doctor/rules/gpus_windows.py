@@ -9,6 +9,7 @@ from typing import Iterable
 from ...machinery.project import Project
 from ..findings import OK, WARN, Finding
 from ..gpus import AMD, INTEGRATED, NVIDIA, Gpu, GpuScan
+from ..nvidia import CUDA_STACKS
 from .drivers import DRIVER_DOWNLOADS
 
 CODES = {
@@ -115,7 +116,7 @@ def check(project: Project, scan: GpuScan) -> list[Finding]:
                     code="GPU-INTEGRATED-AND-DISCRETE",
                 )
             )
-    elif accelerator == "cuda" and not any(gpu.vendor_id == NVIDIA for gpu in hardware):
+    elif accelerator in CUDA_STACKS and not any(gpu.vendor_id == NVIDIA for gpu in hardware):
         findings.append(
             Finding(
                 "GPU",

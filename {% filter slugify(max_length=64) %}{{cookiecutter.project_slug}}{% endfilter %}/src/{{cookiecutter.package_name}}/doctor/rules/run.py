@@ -11,7 +11,7 @@ from ...machinery.project import Project
 from ..bounded import describe_error
 from ..findings import FAIL, OK, WARN, Finding
 from ..stepwise import FailingStep
-from . import rocm
+from . import cuda, rocm
 
 CODES = {
     "SMOKE-TEST-OK": "LeNet forward and backward agree with the CPU.",
@@ -59,13 +59,19 @@ def failure(
     located: FailingStep | None,
     recommendation: dict[str, Any] | None = None,
     project: Project | None = None,
+    torch_said: str = "",
+    measured: Sequence[tuple[str, str]] = (),
 ) -> Finding:
     """The FAIL line of a smoke test or training step that raised, naming the step that fails.
-    ROCm's "invalid device function" names the GPU's gfx target and its override instead."""
+    ROCm's "invalid device function" names the GPU's gfx target and its override instead;
+    CUDA's "no kernel image" (or torch's warning, ``torch_said``) the GPU's compute capability
+    and the environment whose build runs it."""
     code = "SMOKE-TEST-ERROR" if check == SMOKE_TEST else "TRAIN-STEP-ERROR"
-    kernels = rocm.invalid_device_function(
-        f"{error} {located.error if located else ''}", recommendation, project
-    )
+    seen = f"{error} {located.error if located else ''}"
+    kernels = rocm.invalid_device_function(seen, recommendation, project)
+    image = cuda.no_kernel_image(f"{seen} {torch_said}", recommendation, project, measured)
+    if image:
+        return Finding(check, FAIL, f"{work} failed. {image[0]}", image[1], "CUDA-NO-KERNEL-IMAGE")
     if located is None:
         found = f"{work} failed: {describe_error(error)}."
         fix = "Train with `--device cpu`; update the GPU driver."

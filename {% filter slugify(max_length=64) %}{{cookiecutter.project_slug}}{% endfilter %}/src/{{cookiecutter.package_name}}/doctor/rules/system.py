@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...machinery.project import Project
 from ..findings import FAIL, OK, WARN, Finding
+from ..nvidia import CUDA_STACKS
 from ..os_info import DIRECTML_MIN_BUILD, WINDOWS_11_BUILD, OsInfo
 
 CODES = {
@@ -134,7 +135,7 @@ def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
         for path, present in (("/dev/dxg", info.dxg), ("/usr/lib/wsl/lib/libd3d12.so", info.d3d12))
         if not present
     ]
-    if project.accelerator == "cuda" and info.dxg:
+    if project.accelerator in CUDA_STACKS and info.dxg:
         missing = []  # CUDA in WSL2 needs /dev/dxg, not Direct3D
     if not missing:
         return [
