@@ -49,6 +49,7 @@ ALWAYS = {
     "src/{pkg}/datasets/mnist.py",
     "src/{pkg}/datasets/synthetic.py",
     "src/{pkg}/doctor/__init__.py",
+    "src/{pkg}/doctor/active_environment.py",
     "src/{pkg}/doctor/amd_linux.py",
     "src/{pkg}/doctor/bounded.py",
     "src/{pkg}/doctor/builds.py",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import envcheck, recommend
+from {{ cookiecutter.package_name }}.doctor import active_environment, envcheck, recommend
 from {{ cookiecutter.package_name }}.doctor.findings import FAIL, OK, WARN
 from {{ cookiecutter.package_name }}.doctor.gpus import Gpu, GpuScan
 from {{ cookiecutter.package_name }}.doctor.os_info import OsInfo
@@ -168,9 +168,9 @@ def test_commands_create_the_recommended_file_on_each_system():
     ],
 )
 def test_the_installed_stack_is_read_from_torchs_version(version, directml, stack):
-    assert recommend.stack_of_torch(version, directml) == stack
+    assert active_environment.stack_of_torch(version, directml) == stack
     versions = {"torch": version, "torch-directml": "0.2.5.dev240914" if directml else None}
-    assert recommend.installed_stack(versions.get) == stack
+    assert active_environment.installed_stack(versions.get) == stack
 
 
 # ----------------------------------------------------------- the doctor's finding

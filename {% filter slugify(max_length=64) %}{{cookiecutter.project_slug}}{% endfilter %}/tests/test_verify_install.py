@@ -30,10 +30,10 @@ from {{ cookiecutter.package_name }} import (
     train,
 )
 from {{ cookiecutter.package_name }}.doctor import (
+    active_environment,
     envcheck,
     facts,
     probes,
-    recommend,
     stepwise,
     verify_install,
 )
@@ -748,9 +748,10 @@ def situation(monkeypatch):
         chosen = advice_project(accelerator, env_manager)
         packages = installed_pins(chosen) if installed == "pins" else installed
         # The environment this test runs in must not leak in: its name and its torch.
-        monkeypatch.setattr(recommend, "environment_stack", lambda *args, **kwargs: None)
-        faked_stack = recommend.stack_of_torch(packages.get("torch"), "torch-directml" in packages)
-        monkeypatch.setattr(recommend, "installed_stack", lambda *args: faked_stack)
+        monkeypatch.setattr(active_environment, "environment_stack", lambda *args, **kwargs: None)
+        directml = "torch-directml" in packages
+        faked_stack = active_environment.stack_of_torch(packages.get("torch"), directml)
+        monkeypatch.setattr(active_environment, "installed_stack", lambda *args: faked_stack)
         found = devices.Discovery(
             list(options) + [CPU], [devices.Unavailable(*u) for u in unavailable]
         )
@@ -860,7 +861,7 @@ def test_json_names_the_best_environment_for_a_faked_intel_arc_laptop(machine, c
     windows = OsInfo("Windows", "10", "10.0.22631", "AMD64", windows_build=22631)
     monkeypatch.setattr(facts.os_info, "detect", lambda: windows)
     monkeypatch.setattr(facts, "scan_gpus", lambda info: GpuScan([arc], source="DXGI"))
-    monkeypatch.setattr(recommend, "installed_stack", lambda: "directml")
+    monkeypatch.setattr(active_environment, "installed_stack", lambda: "directml")
     machine(options=[])
 
     code, report = run_json(capsys)
@@ -1326,7 +1327,7 @@ def test_the_stack_an_environment_serves_is_read_from_its_name(prefix, conda, st
     stacks = load_project().stacks
     if "\\" in prefix and os.sep == "/":
         prefix = prefix.replace("\\", "/")
-    assert recommend.environment_stack(stacks, "lenet-test", prefix, conda) == stack
+    assert active_environment.environment_stack(stacks, "lenet-test", prefix, conda) == stack
 
 
 # ------------------------------------------------------------------ --json: codes for programs

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..machinery.project import Project
-from . import gpu_linux, gpu_windows, nvidia, os_info, recommend
+from . import active_environment, gpu_linux, gpu_windows, nvidia, os_info, recommend
 from .gpus import GpuScan
 from .os_info import OsInfo
 from .rules.environment import recommendation_details
@@ -76,6 +76,6 @@ def active_stack(project: Project) -> str | None:
     """The stack this environment serves: its name's (.venv-xpu, <project>-xpu), else its
     torch build's, else None (unknown, and so judged by the project's default stack)."""
     try:
-        return recommend.active_stack(project.stacks, project.project_slug)
+        return active_environment.active_stack(project.stacks, project.project_slug)
     except Exception:  # damaged package metadata
         return None
