@@ -176,6 +176,7 @@ def test_on_either_cuda_stack_every_fix_names_the_recommended_environment(
             GpuScan([gpu], gpu.source),
             TODAY,
             details=details,
+            active=active,  # the environment in use, not the one this test runs in
         )
         fixes = " ".join(finding.fix for finding in findings)
         named = set(re.findall(r"\b(?:Create|Use) the ([\w-]+) environment\b", fixes))
