@@ -10,7 +10,7 @@ folder, or the folder named by the TEMPLATE_VENV environment variable. On Linux 
 about 5.6 GB (PyPI's torch for Linux brings its CUDA libraries); on Windows and macOS, where
 PyPI's torch is CPU-only, much less.
 
-What the tests cost, measured on a 2-core Linux machine: `test` about 38 minutes and 14 GB of
+What the tests cost, measured on a 2-core Linux machine: `test` about 35 minutes and 14 GB of
 disk the first time, because it also installs the exact DirectML stack and Windows CPython
 under Wine (cached for later runs) and runs baked projects on them.
 """
@@ -110,7 +110,7 @@ def test(python: Path, arguments: list) -> int:
     """pytest with ``arguments``; says first what a run of the whole suite costs."""
     if not arguments:
         print(
-            "Running the whole test suite: about 38 minutes on a 2-core machine, and the first "
+            "Running the whole test suite: about 35 minutes on a 2-core machine, and the first "
             "time about 8 GB more for the DirectML stack and Windows CPython under Wine. The "
             "fast path without them: python dev.py quick",
             flush=True,
