@@ -1,4 +1,5 @@
-"""Debian packages a test tier needs, installed with apt-get once per machine.
+"""Debian packages a test tier needs, installed with apt-get once per machine, and the host
+commands the tiers run (`run`: a command that must succeed, its failure one sentence).
 
 The one place where the template's tools install system packages: the Windows tier
 (`wine_python.py`: wine, xvfb), the DirectML tier (`wine_directml.py`: MinGW-w64, Mesa's

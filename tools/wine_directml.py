@@ -160,19 +160,9 @@ def _sha(*parts: bytes | str) -> str:
 def _run(command: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
     """A host command that must succeed; its failure becomes a WineSetupError sentence."""
     try:
-        completed = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, **kwargs
-        )
-    except subprocess.TimeoutExpired as error:
-        raise WineSetupError(
-            f"{' '.join(command[:4])} did not finish within {timeout:.0f} s"
-        ) from error
-    except OSError as error:
-        raise WineSetupError(f"could not start {command[0]}: {error}") from error
-    if completed.returncode != 0:
-        tail = (completed.stdout[-1500:] + completed.stderr[-1500:]).strip()
-        raise WineSetupError(f"{' '.join(command[:5])} ... exited {completed.returncode}: {tail}")
-    return completed
+        return apt_install.run(command, timeout, **kwargs)
+    except apt_install.AptError as error:
+        raise WineSetupError(str(error)) from error
 
 
 def cache_root() -> Path:

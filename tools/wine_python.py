@@ -90,21 +90,11 @@ def _log(message: str) -> None:
 
 
 def _run_host(command: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """A host command that must succeed; its failure becomes a WineSetupError sentence."""
     try:
-        completed = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            **kwargs,
-        )
-    except subprocess.TimeoutExpired as error:
-        raise WineSetupError(f"{command[0]} did not finish within {timeout:.0f} s") from error
-    if completed.returncode != 0:
-        tail = (completed.stdout[-2000:] + completed.stderr[-2000:]).strip()
-        raise WineSetupError(f"{' '.join(command[:4])} ... exited {completed.returncode}: {tail}")
-    return completed
+        return apt_install.run(command, timeout, **kwargs)
+    except apt_install.AptError as error:
+        raise WineSetupError(str(error)) from error
 
 
 def _sha(*parts: bytes | str) -> str:
