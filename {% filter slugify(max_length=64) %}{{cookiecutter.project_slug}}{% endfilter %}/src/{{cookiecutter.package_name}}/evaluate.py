@@ -142,7 +142,8 @@ def evaluate_checkpoint(
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         if dataset is None and folder.folder_path(name) is not None:
-            dataset = data.load_folder(folder.folder_path(name))
+            again = f"python -m {__package__}.evaluate --checkpoint {printable(path, 300)}"
+            dataset = data.load_folder(folder.folder_now(name, data_dir, again))
         if dataset is None:
             test, description = data.load_test_split(name, data_dir)
             classes, notes = None, []
@@ -217,7 +218,8 @@ def evaluate_onnx(
     name = model.metadata.get("dataset", "mnist")
     try:
         if dataset is None and folder.folder_path(name) is not None:
-            dataset = data.load_folder(folder.folder_path(name))
+            again = f"python -m {__package__}.evaluate --onnx {printable(path, 300)}"
+            dataset = data.load_folder(folder.folder_now(name, data_dir, again))
         if dataset is not None:
             test, description = dataset.test, dataset.description
             classes, notes = dataset.classes, list(dataset.notes)
@@ -235,7 +237,7 @@ def evaluate_onnx(
         logits = model.logits(data.to_model_input(images, torch.device("cpu")).numpy())
         outputs.append(torch.from_numpy(logits.argmax(axis=1)))
     predictions = torch.cat(outputs) if outputs else torch.zeros(0, dtype=torch.long)
-    trained = model.metadata.get("trained", "")
+    trained = printable(model.metadata.get("trained", ""))  # the file's text: shown escaped
     return _report(
         Path(path),
         name,
