@@ -237,7 +237,7 @@ def evaluate_onnx(
         logits = model.logits(data.to_model_input(images, torch.device("cpu")).numpy())
         outputs.append(torch.from_numpy(logits.argmax(axis=1)))
     predictions = torch.cat(outputs) if outputs else torch.zeros(0, dtype=torch.long)
-    trained = printable(model.metadata.get("trained", ""))  # the file's text: shown escaped
+    trained = model.metadata.get("trained", "")
     return _report(
         Path(path),
         name,
@@ -335,7 +335,7 @@ def format_report(report: Report) -> str:
     notes = "".join(f"note: {note}\n" for note in report.notes)
     return (
         f"Checkpoint: {report.checkpoint}"
-        + (f" ({report.model})" if report.model else "")
+        + (f" ({printable(report.model)})" if report.model else "")  # a model file's text
         + f"\nDevice    : {report.device}\n"
         f"Data      : {report.description}\n{notes}\n{table}\n\n"
         f"Test accuracy: {100 * report.accuracy:.2f}% on the {what} ({report.images} images)"
