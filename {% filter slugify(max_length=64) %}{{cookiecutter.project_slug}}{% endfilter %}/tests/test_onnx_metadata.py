@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shlex
 import shutil
 
 import numpy as np
@@ -177,6 +176,6 @@ def test_a_run_without_model_onnx_is_told_the_export_of_that_run(
     advice = err.split("first: ")[1].strip()
     assert advice == f"python -m {export.__package__}.export --checkpoint {older / 'best.pt'}"
     # The advice, followed, gives the model draw looked for.
-    assert export.main(shlex.split(advice)[3:] + ["--check-images", "50"]) == 0
+    assert export.main(["--checkpoint", str(older / "best.pt"), "--check-images", "50"]) == 0
     assert (older / "model.onnx").is_file() and not (latest / "model.onnx").exists()
     assert draw.load_onnx_reader(older / "best.pt")[0].classes == DIGITS
