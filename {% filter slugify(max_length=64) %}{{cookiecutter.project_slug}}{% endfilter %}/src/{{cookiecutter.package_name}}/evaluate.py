@@ -142,7 +142,8 @@ def evaluate_checkpoint(
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         if dataset is None and folder.folder_path(name) is not None:
-            dataset = data.load_folder(folder.folder_path(name))
+            again = f"python -m {__package__}.evaluate --checkpoint {printable(path, 300)}"
+            dataset = data.load_folder(folder.folder_now(name, data_dir, again))
         if dataset is None:
             test, description = data.load_test_split(name, data_dir)
             classes, notes = None, []
@@ -217,7 +218,8 @@ def evaluate_onnx(
     name = model.metadata.get("dataset", "mnist")
     try:
         if dataset is None and folder.folder_path(name) is not None:
-            dataset = data.load_folder(folder.folder_path(name))
+            again = f"python -m {__package__}.evaluate --onnx {printable(path, 300)}"
+            dataset = data.load_folder(folder.folder_now(name, data_dir, again))
         if dataset is not None:
             test, description = dataset.test, dataset.description
             classes, notes = dataset.classes, list(dataset.notes)
@@ -333,7 +335,7 @@ def format_report(report: Report) -> str:
     notes = "".join(f"note: {note}\n" for note in report.notes)
     return (
         f"Checkpoint: {report.checkpoint}"
-        + (f" ({report.model})" if report.model else "")
+        + (f" ({printable(report.model)})" if report.model else "")  # a model file's text
         + f"\nDevice    : {report.device}\n"
         f"Data      : {report.description}\n{notes}\n{table}\n\n"
         f"Test accuracy: {100 * report.accuracy:.2f}% on the {what} ({report.images} images)"

@@ -18,8 +18,10 @@ supports (up to 20).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from pathlib import Path
 import torch
 
 from . import data, evaluate
-from .datasets import mnist
+from .datasets import folder, mnist
 from .machinery import checkpoints, onnx_runtime, runs
 from .machinery.cli import (
     add_checkpoint_option,
@@ -40,9 +42,10 @@ from .machinery.cli import (
     write_err,
     write_out,
 )
+from .machinery.untrusted import printable
 from .model import NUM_CLASSES, LeNet5
 
-ONNX_NAME = "model.onnx"
+ONNX_NAME = onnx_runtime.ONNX_NAME
 OPSET = 18
 INPUT_SHAPE = (1, 1, 28, 28)  # static: DirectML runs fixed shapes best
 # ONNX Runtime and PyTorch compute in float32 with different kernels: logits differ in the
@@ -118,8 +121,42 @@ def _exporter_options() -> dict:
     return options
 
 
+def same_file(one: Path, other: Path) -> bool:
+    """Whether two paths name one file: the same resolved path (compared as this system
+    compares names: without case on Windows), or a link to it."""
+    with contextlib.suppress(OSError):
+        if os.path.samefile(one, other):
+            return True
+    try:
+        first, second = Path(one).resolve(), Path(other).resolve()
+    except (OSError, RuntimeError):  # a link loop
+        return False
+    return os.path.normcase(str(first)) == os.path.normcase(str(second))
+
+
+def check_output(output: Path, checkpoint: Path) -> None:
+    """ExportError, before anything is written, for an output that would replace a file the
+    run needs: the checkpoint exported, best.pt, last.pt, the run's metrics and pictures.
+    An ONNX model is written to a name ending in .onnx, so only another model is replaced."""
+    if same_file(output, checkpoint):
+        raise ExportError(
+            f"--output {printable(output, 300)} is the checkpoint being exported; writing the "
+            f"model there would destroy it. Nothing was written: leave --output out "
+            f"({ONNX_NAME} beside the checkpoint) or name a .onnx file."
+        )
+    if Path(output).suffix.lower() != ".onnx":
+        raise ExportError(
+            f"--output {printable(output, 300)} does not end in .onnx, so it may be a file a "
+            f"run needs (its {checkpoints.BEST}, {checkpoints.LAST}, metrics or pictures). "
+            f"Nothing was written: leave --output out ({ONNX_NAME} beside the checkpoint) or "
+            "name a .onnx file."
+        )
+
+
 def export(state: dict, checkpoint: Path, output: Path) -> None:
-    """Write the model in ``state`` to ``output`` as ONNX, with metadata, checked."""
+    """Write the model in ``state`` to ``output`` as ONNX, with metadata, checked; never over
+    a file the run needs (``check_output``)."""
+    check_output(output, checkpoint)
     try:
         import onnx
     except ImportError:
@@ -187,6 +224,11 @@ def load_test_images(state: dict, checkpoint: Path, data_dir: Path | None) -> tu
     try:
         if name == "mnist":
             data_dir = evaluate._mnist_folder(data_dir, state.get("data_dir"), checkpoint)
+        again = f"python -m {__package__}.export --checkpoint {printable(checkpoint, 300)}"
+        root = folder.folder_now(name, data_dir, again)  # a folder of your own pictures
+        if root is not None:
+            dataset = data.load_folder(root)
+            return dataset.test, dataset.description
         return data.load_test_split(name, data_dir)
     except (evaluate.EvaluationError, mnist.MNISTUnavailable, ValueError) as error:
         raise ExportError(

@@ -34,6 +34,7 @@ PREFERRED = (
     "CPUExecutionProvider",
 )
 CPU = "CPUExecutionProvider"
+INPUT_SHAPE = (1, 1, 28, 28)  # one grey 28x28 image: the input of every model export writes
 
 
 class ModelError(ValueError):
@@ -70,9 +71,7 @@ class Model:
         if wanted != CPU and self.provider != wanted and not self.fallback:
             self.fallback = f"{wanted} did not start; the CPU answers instead"
         meta = self.session.get_modelmeta().custom_metadata_map
-        preparation = json.loads(meta["preparation"])
-        self.classes = json.loads(meta["class_names"])
-        self.mean, self.std = float(preparation["mean"]), float(preparation["std"])
+        self.classes, self.mean, self.std = self._preparation(meta)
         self.metadata = meta
         self._lock = threading.Lock()  # one Run at a time: DirectML sessions require it
 
@@ -95,7 +94,58 @@ class Model:
                 "command (its metadata does not say so); export your checkpoint again."
             )
         self.input, self.shape = inputs[0].name, tuple(inputs[0].shape)
+        self.outputs = self._check_shapes(inputs[0], outputs[0])
         return session
+
+    def _check_shapes(self, given, answer) -> int:
+        """The number of outputs; ModelError for a model that takes anything but one grey
+        28x28 image, or that answers anything but one row of float logits."""
+        if self.shape != INPUT_SHAPE or given.type != "tensor(float)":
+            raise ModelError(
+                f"{self.path} takes {given.type} of shape {_shape(given.shape)}, not one grey "
+                f"28x28 image (float {_shape(INPUT_SHAPE)}) as this project's models do; export "
+                "your checkpoint again."
+            )
+        shape = tuple(answer.shape)
+        if (
+            len(shape) != 2
+            or shape[0] != 1
+            or not isinstance(shape[1], int)
+            or shape[1] < 1
+            or answer.type != "tensor(float)"
+        ):
+            raise ModelError(
+                f"{self.path} answers {answer.type} of shape {_shape(shape)}, not one row of "
+                "float logits (1, classes) as this project's models do; export your checkpoint "
+                "again."
+            )
+        return shape[1]
+
+    def _preparation(self, meta: dict[str, str]) -> tuple[list[str], float, float]:
+        """The class names and the normalisation's mean and std from the metadata export
+        writes; ModelError, saying which entry, where one is missing or damaged."""
+        try:
+            classes = json.loads(meta["class_names"])
+        except (KeyError, ValueError, RecursionError):  # RecursionError: JSON nested too deep
+            classes = None
+        try:
+            preparation = json.loads(meta["preparation"])
+            mean, std = float(preparation["mean"]), float(preparation["std"])
+        except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
+            mean = std = float("nan")
+        problem = ""
+        if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
+            problem = "its class_names entry is missing or not a JSON list of names"
+        elif len(classes) != self.outputs:
+            problem = f"it names {len(classes)} classes for its {self.outputs} outputs"
+        elif not (np.isfinite(mean) and np.isfinite(std) and std > 0):
+            problem = "its preparation entry is missing or gives no mean and positive std"
+        if problem:
+            raise ModelError(
+                f"{self.path} is marked as exported by this project, but {problem}; export "
+                "your checkpoint again."
+            )
+        return classes, mean, std
 
     def _damaged(self, error: Exception) -> ModelError:
         return ModelError(
@@ -126,6 +176,12 @@ class Model:
         exp = np.exp(logits - logits.max(axis=1, keepdims=True))
         probabilities = exp / exp.sum(axis=1, keepdims=True)
         return [(self.classes[int(row.argmax())], row) for row in probabilities]
+
+
+def _shape(dims) -> str:
+    """(1, 3, 32, 32); a dimension without a fixed size shows its name, or '?'."""
+    shown = [str(d) if isinstance(d, (int, str)) else "?" for d in dims]
+    return f"({', '.join(shown)})"
 
 
 def _one_line(error: Exception) -> str:

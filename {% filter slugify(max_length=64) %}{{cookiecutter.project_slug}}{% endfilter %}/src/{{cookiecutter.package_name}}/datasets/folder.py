@@ -57,6 +57,32 @@ def folder_path(dataset: str) -> Path | None:
     return Path(dataset[len(PREFIX) :]).expanduser()
 
 
+def folder_now(dataset: str, given: Path | None, again: str) -> Path | None:
+    """Where the pictures of a model trained on your own images are now: ``given`` (evaluate's
+    and export's --data-dir, for a folder that moved) or the folder its run recorded. None for
+    another dataset; FolderUnavailable when it is not a folder, advising ``again`` (the command
+    to run) with --data-dir."""
+    recorded = folder_path(dataset)
+    if recorded is None:
+        return None
+    root = recorded if given is None else Path(given).expanduser()
+    try:
+        there = root.is_dir()
+    except (OSError, ValueError):  # a name this system cannot look up
+        there = False
+    if there:
+        return root
+    what = (
+        f"--data-dir {printable(given, 300)} is not a folder"
+        if given is not None
+        else f"the pictures this model was trained on are no longer in {printable(recorded, 300)}"
+    )
+    raise FolderUnavailable(
+        f"{what}. Name the folder they are in now (one subfolder per class): {again} "
+        "--data-dir <folder>"
+    )
+
+
 class PictureFolder:
     """The checked pictures of a folder as a dataset: item ``i`` is (uint8 (1, 28, 28), class
     index), grey and resized as MNIST's digits are. Picklable: spawned DataLoader workers

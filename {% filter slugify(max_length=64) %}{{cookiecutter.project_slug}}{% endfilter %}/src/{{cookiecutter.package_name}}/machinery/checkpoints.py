@@ -21,6 +21,8 @@ from typing import Any, Iterator
 
 import torch
 
+from .untrusted import printable
+
 FORMAT = "lenet5-training-checkpoint"
 LAST = "last.pt"  # written after every epoch (and on Ctrl+C): what --resume continues
 BEST = "best.pt"  # the epoch with the best validation accuracy so far
@@ -129,13 +131,19 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         detail = " ".join(f"{type(error).__name__}: {error}".split())
         if len(detail) > 200:
             detail = detail[:197] + "..."
+        detail = printable(detail, None)  # it may quote names from the file
         raise CheckpointError(
             f"{path} cannot be read: it is truncated, corrupt or not a PyTorch file ({detail}). "
             "Delete it, or point to another checkpoint."
         ) from error
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         kind = type(state).__name__
-        keys = ", ".join(sorted(str(k) for k in state)[:5]) if isinstance(state, dict) else ""
+        # The file's names, escaped: a key may hold escape sequences that steer a terminal.
+        keys = (
+            ", ".join(sorted(printable(k, 40) for k in state)[:5])
+            if isinstance(state, dict)
+            else ""
+        )
         raise CheckpointError(
             f"{path} is a PyTorch file but not a checkpoint written by this project's training "
             f"(found a {kind}{' with keys ' + keys if keys else ''}). "
@@ -143,8 +151,8 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         )
     if state.get("version") != VERSION:
         raise CheckpointError(
-            f"{path} has checkpoint version {state.get('version')!r}; this code reads version "
-            f"{VERSION}. Train again, or use the code version that wrote it."
+            f"{path} has checkpoint version {printable(state.get('version'), 40) or 'none'}; this "
+            f"code reads version {VERSION}. Train again, or use the code version that wrote it."
         )
     return state
 
@@ -154,5 +162,5 @@ def restore_module(module: torch.nn.Module, state_dict: dict[str, Any], path: Pa
     try:
         module.load_state_dict(state_dict)
     except Exception as error:
-        detail = " ".join(str(error).split())[:300]
+        detail = printable(" ".join(str(error).split()), 300)  # the file's key names: escaped
         raise CheckpointError(f"{path} holds a different model: {detail}") from error

@@ -176,17 +176,19 @@ def add_data_dir_option(
     parser: argparse.ArgumentParser, default: Path | None = Path("data")
 ) -> argparse.Action:
     """--data-dir; a None default (evaluate, export): the folder the model's run trained from,
-    so that a model is tested on the files it was trained beside."""
-    where = ""
-    if default is None:
-        where = " (default: the folder the run trained from, if it holds them)"
-    return parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=default,
-        help="where MNIST is kept or downloaded to: DIR/MNIST/raw, or DIR itself when it holds "
-        "MNIST's .gz files; not used for synthetic digits or your own images" + where,
+    so that a model is tested on the files it was trained beside, or where they are now."""
+    text = (
+        "where MNIST is kept or downloaded to: DIR/MNIST/raw, or DIR itself when it holds "
+        "MNIST's .gz files; not used for synthetic digits or your own images"
     )
+    if default is None:
+        text = (
+            "where MNIST is kept or downloaded to (DIR/MNIST/raw, or DIR itself when it holds "
+            "MNIST's .gz files), or, for a model trained on your own images, their folder if "
+            "it moved; not used for synthetic digits (default: the folder the run trained "
+            "from, if it holds them)"
+        )
+    return parser.add_argument("--data-dir", type=Path, default=default, help=text)
 
 
 def json_for(stream: Any, document: Any) -> str:

@@ -12,7 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..model import NUM_CLASSES
+from .checkpoints import BEST, LAST
+from .untrusted import printable
+
 FORMAT = "lenet5-onnx"  # predict.FORMAT: the metadata mark of this project's exported models
+ONNX_NAME = "model.onnx"  # what export writes beside a checkpoint unless told another name
 
 
 class OnnxError(Exception):
@@ -57,19 +62,38 @@ def load_predict() -> Any:
         ) from None
 
 
+def export_command(model: Path) -> str:
+    """The export command that writes ``model``: from the checkpoint beside it (best.pt, else
+    last.pt), so that the advice names this run and not the latest one."""
+    model = Path(model)
+    package = __package__.rpartition(".")[0]
+    beside = [model.with_name(name) for name in (BEST, LAST)]
+    checkpoint = next((str(path) for path in beside if path.is_file()), "CHECKPOINT.pt")
+    command = f"python -m {package}.export --checkpoint {checkpoint}"
+    if model.name != ONNX_NAME:  # export writes model.onnx beside the checkpoint by default
+        command += f" --output {model}"
+    return printable(command, None)
+
+
 def open_model(path: Path, provider: str | None = None) -> Any:
-    """``predict.Model`` for ``path`` on the best execution provider (or ``provider``)."""
+    """``predict.Model`` for ``path`` on the best execution provider (or ``provider``), one
+    with this project's ten outputs (model.NUM_CLASSES)."""
     if not Path(path).is_file():
-        package = __package__.rpartition(".")[0]
         raise OnnxError(
-            f"There is no ONNX model at {path}. Export one from a checkpoint first: "
-            f"python -m {package}.export (it writes model.onnx beside best.pt)."
+            f"There is no ONNX model at {printable(path, None)}. Export one from a checkpoint "
+            f"first: {export_command(path)}"
         )
     predict = load_predict()
     try:
-        return predict.Model(path, provider)
-    except predict.ModelError as error:
-        raise OnnxError(str(error)) from None
+        model = predict.Model(path, provider)
+    except predict.ModelError as error:  # it may quote names from the file: shown escaped
+        raise OnnxError(printable(str(error), None)) from None
+    if model.outputs != NUM_CLASSES:
+        raise OnnxError(
+            f"{printable(path, None)} has {model.outputs} outputs, not the {NUM_CLASSES} of this "
+            "project's LeNet-5 (model.NUM_CLASSES); export your checkpoint again."
+        )
+    return model
 
 
 def describe(model: Any) -> str:
