@@ -29,6 +29,19 @@ ANSWERS_FILE = ".cookiecutter.json"
 KEPT_FOLDER = ".lenet-template-kept"
 # The replay file the pre-generation hook writes when it refuses answers.
 REPLAY_FILE = "lenet-template-answers.json"
+# Yes/no questions, and the words cookiecutter takes for yes and no (its YesNoPrompt): a replay
+# file may hold "no" or "off" where the question's answer is false.
+YES_NO_QUESTIONS = ("github_actions",)
+YES_WORDS = ("1", "true", "t", "yes", "y", "on")
+
+
+def as_booleans(answers: dict) -> dict:
+    """The answers with each yes/no answer a bool, as the pre-generation hook accepted it."""
+    fixed = dict(answers)
+    for question in YES_NO_QUESTIONS:
+        if isinstance(fixed.get(question), str):
+            fixed[question] = fixed[question].strip().lower() in YES_WORDS
+    return fixed
 
 
 def paths_to_remove(answers: dict) -> list:
@@ -232,20 +245,34 @@ def next_steps(answers: dict, project_dir: Path, best=None) -> str:
     return "\n".join(steps + editor_steps(answers, best))
 
 
+def inside_cruft_update(answers: dict, project_dir: Path) -> bool:
+    """Whether this bake is one of the two that `cruft update` makes to compare the template's
+    old and new versions: cruft (which records the template's _commit, and no _output_dir)
+    bakes them into fresh temporary folders of its own, gone when it ends, so the next steps
+    for that folder would only mislead."""
+    if "_commit" not in answers or "_output_dir" in answers:
+        return False
+    output = project_dir.resolve().parent
+    temporary = Path(tempfile.gettempdir()).resolve()
+    return output.parent == temporary and output.name.startswith("tmp")
+
+
 def main(answers: dict, project_dir: Path) -> int:
     # A Windows console may not encode every character of a name: never fail on printing.
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     try:
-        prune(project_dir, answers)
-        write_answers(project_dir, answers)
+        prune(project_dir, as_booleans(answers))
+        write_answers(project_dir, as_booleans(answers))
         used_replay_files = remove_used_replay_files(answers)
     except OSError as error:
         used_replay_files = []
         kept = project_dir / KEPT_FOLDER
         where = f"; the files it had before this bake are in {kept}" if kept.exists() else ""
         print(f"[warn] Could not finish tidying the project: {error}{where}", file=sys.stderr)
+    if inside_cruft_update(answers, project_dir):
+        return 0  # cruft reports the update; the project's own steps were printed at its start
     stack = f"{answers['accelerator']}, Python {answers['python_version']}"
     print(f"\nCreated {project_dir.resolve()} ({stack}).")
     for path in used_replay_files:

@@ -34,6 +34,26 @@ PACKAGE_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 EMAIL_PATTERN = re.compile(r"^[^@\s<>,\"]+@[^@\s<>,\"]+\.[^@\s<>,\"]+$")
 PYTHON_VERSION_PATTERN = re.compile(r"^3\.(0|[1-9][0-9]*)$")
 TEXT_QUESTIONS = ("project_name", "description", "author_name", "author_email")
+# Every question whose answer is typed text (a replay file may hold any JSON value instead),
+# with an example of a good answer for the sentence that refuses another type.
+TYPED_QUESTIONS = {
+    "project_name": "Handwritten digits",
+    "project_slug": "handwritten-digits",
+    "package_name": "handwritten_digits",
+    "description": "Handwritten digits with LeNet-5",
+    "author_name": "Jane Doe",
+    "author_email": "jane@example.com",
+    "python_version": "3.12",
+}
+# The words cookiecutter takes for yes and no (its YesNoPrompt), in a replay file too.
+YES_WORDS = ("1", "true", "t", "yes", "y", "on")
+NO_WORDS = ("0", "false", "f", "no", "n", "off")
+# Device names Windows reserves in every folder, with or without an extension, in any case:
+# Windows cannot create a file or folder of such a name (nor Git for Windows check one out).
+WINDOWS_DEVICE_NAMES = {
+    "con", "prn", "aux", "nul",
+    *(f"{port}{digit}" for port in ("com", "lpt") for digit in "123456789\u00b9\u00b2\u00b3"),
+}  # fmt: skip
 # Questions whose default is derived from an earlier answer (see cookiecutter.json): when one
 # of them is asked again, the answers it is derived from are asked again too.
 DERIVED_FROM = {"project_slug": "project_name", "package_name": "project_slug"}
@@ -70,6 +90,43 @@ def version_tuple(text: str) -> tuple:
     return tuple(int(part) for part in text.split("."))
 
 
+def windows_device_name(name: str) -> bool:
+    """Whether Windows reserves ``name`` for a device (CON, NUL, COM1, lpt2.txt, ...)."""
+    return name.split(".")[0].rstrip(" ").lower() in WINDOWS_DEVICE_NAMES
+
+
+def shown(value) -> str:
+    """An answer as the user wrote it: quoted text, or the JSON a replay file holds."""
+    return repr(value) if isinstance(value, str) else json.dumps(value)
+
+
+def json_kind(value) -> str:
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def check_types(answers: dict) -> list:
+    """Answers that are not text where text is asked (a hand-edited replay file's numbers,
+    nulls, lists or objects): each is the user's answer to correct, never a crash."""
+    problems = []
+    for question, example in TYPED_QUESTIONS.items():
+        value = answers.get(question)
+        if question in answers and not isinstance(value, str):
+            problems.append(
+                Problem(
+                    question,
+                    f"The {question} answer {shown(value)} is {json_kind(value)}, not text: "
+                    f'write it in double quotes, for example "{example}".',
+                )
+            )
+    return problems
+
+
 def control_characters(text: str) -> list:
     """Characters no file format here can hold as typed (tabs, newlines, other controls)."""
     return sorted({c for c in text if unicodedata.category(c) in ("Cc", "Cs")})
@@ -78,6 +135,8 @@ def control_characters(text: str) -> list:
 def check_text(answers: dict) -> list:
     problems = []
     for question in TEXT_QUESTIONS:
+        if not isinstance(answers[question], str):
+            continue  # check_types refuses it
         found = control_characters(answers[question])
         if found:
             names = ", ".join(f"U+{ord(c):04X}" for c in found)
@@ -108,6 +167,15 @@ def check_slug(slug: str) -> list:
                 f"The folder name (project_slug) {slug!r} is not usable: use lower-case ASCII "
                 "letters and digits separated by single dashes, for example "
                 "'handwritten-digits'.",
+            )
+        ]
+    if windows_device_name(slug):
+        return [
+            Problem(
+                "project_slug",
+                f"The folder name (project_slug) {slug!r} is a device name that Windows "
+                "reserves (CON, PRN, AUX, NUL, COM1 to COM9, LPT1 to LPT9), so Windows cannot "
+                f"create that folder: choose another, for example '{slug}-digits'.",
             )
         ]
     return []
@@ -150,10 +218,19 @@ def check_package(package: str, reserved: set) -> list:
             "the project, its pinned packages or Python itself imports: choose another, for "
             f"example '{package}_lenet'."
         )
+    if windows_device_name(package):
+        return problem(
+            f"The package name {package!r} is a device name that Windows reserves (CON, PRN, "
+            "AUX, NUL, COM1 to COM9, LPT1 to LPT9), so Windows cannot create its folder: "
+            f"choose another, for example '{package}_digits'."
+        )
     return []
 
 
 def check_names(answers: dict) -> list:
+    if not all(isinstance(answers[q], str) for q in ("project_name", "project_slug")):
+        # check_types refuses the name or slug, and asks again for those derived from them.
+        return []
     name = answers["project_name"].strip()
     slug = answers["project_slug"]
     if not name:
@@ -172,12 +249,15 @@ def check_names(answers: dict) -> list:
             )
         ]
     reserved = set(answers.get("_reserved_modules", []))
-    return check_slug(slug) + check_package(answers["package_name"], reserved)
+    package = answers["package_name"]
+    if not isinstance(package, str):
+        return check_slug(slug)  # check_types refuses the package name
+    return check_slug(slug) + check_package(package, reserved)
 
 
 def check_author(answers: dict) -> list:
     problems = []
-    if "," in answers["author_name"]:
+    if isinstance(answers["author_name"], str) and "," in answers["author_name"]:
         problems.append(
             Problem(
                 "author_name",
@@ -185,7 +265,8 @@ def check_author(answers: dict) -> list:
                 "metadata cannot hold: write the name without commas.",
             )
         )
-    email = answers["author_email"].strip()
+    email = answers["author_email"]
+    email = email.strip() if isinstance(email, str) else ""  # check_types refuses another type
     if email and not EMAIL_PATTERN.match(email):
         problems.append(
             Problem(
@@ -203,14 +284,19 @@ def template_choices(answers: dict, questions: dict) -> dict:
     cookiecutter checks the choices it asks and those typed on its command line, but takes a
     replay file's answers as they are: a hand-edited one reaches this hook unchecked.
     ``questions`` is cookiecutter's own copy of cookiecutter.json's questions, which holds the
-    lists whenever cookiecutter asked (or could have asked) them. A replay holds only answers
-    there; the lists are then read from the template folder, where cookiecutter names it by
-    a path that reads from here (a zip, a git clone, an absolute path: a relative one is
-    relative to where cookiecutter was started, unknown to a hook, which runs in the new
-    project's folder). Failing both, the answers' own data still lists the accelerators (the
-    stack table) and says which answers are yes or no.
+    lists whenever cookiecutter asked (or could have asked) them; under a replay it holds the
+    replay's answers instead, so a list there that is the answer itself (``["tpu"]``) is the
+    user's answer, not the template's list. The lists are then read from the template folder,
+    where cookiecutter names it by a path that reads from here (a zip, a git clone, an
+    absolute path: a relative one is relative to where cookiecutter was started, unknown to a
+    hook, which runs in the new project's folder). Failing both, the answers' own data still
+    lists the accelerators (the stack table) and says which answers are yes or no.
     """
-    lists = {key: value for key, value in questions.items() if isinstance(value, (list, bool))}
+    lists = {
+        key: value
+        for key, value in questions.items()
+        if isinstance(value, bool) or (isinstance(value, list) and value != answers.get(key))
+    }
     if not any(isinstance(value, list) for value in lists.values()):
         lists = questions_in_template_folder(answers.get("_repo_dir")) or {
             "accelerator": list(answers.get("_stacks", {})),
@@ -239,20 +325,29 @@ def spoken(value) -> str:
     return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
+def yes_no_word(text: str):
+    """True or False for a word cookiecutter takes as yes or no ('y', 'off', ...), else None."""
+    word = text.strip().lower()
+    return True if word in YES_WORDS else False if word in NO_WORDS else None
+
+
 def check_choices(answers: dict, questions: dict) -> list:
     problems = []
     for question, allowed in template_choices(answers, questions).items():
         value = answers.get(question)
         if any(type(value) is type(choice) and value == choice for choice in allowed):
             continue
+        yes_or_no = all(isinstance(choice, bool) for choice in allowed)
+        if yes_or_no and isinstance(value, str) and yes_no_word(value) is not None:
+            continue  # a word cookiecutter itself takes for yes or no
         listed = ", ".join(spoken(choice) for choice in allowed[:-1])
         listed = f"{listed} or {spoken(allowed[-1])}" if listed else spoken(allowed[-1])
-        if all(isinstance(choice, bool) for choice in allowed):
+        if yes_or_no:
             listed += " (in a replay file, without quotes)"
         problems.append(
             Problem(
                 question,
-                f"The {question} answer {value!r} is not one of its answers: answer {listed}.",
+                f"The {question} answer {shown(value)} is not one of its answers: answer {listed}.",
             )
         )
     return problems
@@ -297,11 +392,14 @@ def validate(answers: dict, questions: dict | None = None) -> list:
 
     ``questions``: cookiecutter's copy of cookiecutter.json's questions (see template_choices).
     """
+    types = check_types(answers)
     choices = check_choices(answers, questions or {})
-    refused = {problem.question for problem in choices}
+    refused = {problem.question for problem in types + choices}
     # The Python range depends on the accelerator: it can be checked only against a known one.
-    python = [] if "accelerator" in refused else check_python_version(answers)
-    return check_text(answers) + check_names(answers) + check_author(answers) + choices + python
+    known = not {"accelerator", "python_version"} & refused
+    python = check_python_version(answers) if known else []
+    checks = check_text(answers) + check_names(answers) + check_author(answers)
+    return types + checks + choices + python
 
 
 def questions_to_ask_again(problems: list) -> set:

@@ -130,8 +130,11 @@ def test_hook_notes_that_the_environment_uses_another_python(bake):
     assert "Python 3.8" in baked.output
 
 
-NVIDIA_DGPU = video_controller(
-    "NVIDIA GeForce RTX 4060 Laptop GPU", "10DE", "28A0", "32.0.15.6094", "2024-09-20"
+NVIDIA_DGPU = video_controller(  # driver 581.29: it starts the cuda environment's CUDA 13.0
+    "NVIDIA GeForce RTX 4060 Laptop GPU", "10DE", "28A0", "32.0.15.8129", "2025-10-01"
+)
+NVIDIA_570 = video_controller(  # driver 570.53: CUDA 13.0 needs 580, CUDA 12.6 runs on it
+    "NVIDIA GeForce RTX 3080", "10DE", "2206", "32.0.15.7053", "2025-02-01"
 )
 PASCAL_DGPU = video_controller(  # compute capability 6.1: only the CUDA 12.6 build runs it
     "NVIDIA GeForce GTX 1060", "10DE", "1C20", "32.0.15.8129", "2025-10-01"
@@ -150,6 +153,7 @@ def steps_and_editors(output: str) -> str:
         (WINDOWS_11, [NVIDIA_DGPU], {}, "cuda"),
         (WINDOWS_11, [NVIDIA_DGPU], {"env_manager": "venv", "ide": "both"}, "cuda"),
         (WINDOWS_11, [INTEL_IGPU, PASCAL_DGPU], {"accelerator": "cuda"}, "cuda-legacy"),
+        (WINDOWS_11, [NVIDIA_570], {"accelerator": "cpu"}, "cuda-legacy"),
         (MACOS_ARM, [], {"ide": "vscode"}, "cpu"),
         (WINDOWS_11, [INTEL_IGPU], {"accelerator": "cpu", "python_version": "3.13"}, "directml"),
         (None, [], {"env_manager": "venv"}, None),  # this machine, as it is
@@ -159,6 +163,7 @@ def steps_and_editors(output: str) -> str:
         "nvidia-windows",
         "nvidia-windows-venv",
         "pascal-windows",
+        "driver-570-windows",
         "mac",
         "cpu-on-intel",
         "here",

@@ -208,3 +208,31 @@ def test_a_failure_of_the_hook_itself_is_reported_as_the_templates_bug(tmp_path)
     assert "This is a bug of the template (gh:someone/dml-template), not a problem with your " \
            "answers" in message  # fmt: skip
     assert "report this message to the template's maintainers" in message
+
+
+@pytest.mark.parametrize(
+    "name,reserved",
+    [("con", True), ("CON", True), ("Nul.txt", True), ("aux.tar.gz", True), ("com1", True),
+     ("LPT9", True), ("com\u00b9", True), ("LPT\u00b3.py", True), ("com10", False),
+     ("console", False), ("con-digits", False), ("nul_digits", False), ("lpt", False)],
+)  # fmt: skip
+def test_windows_device_names_are_recognised_in_any_case_and_with_an_extension(
+    pre_gen, name, reserved
+):
+    assert pre_gen.windows_device_name(name) is reserved
+
+
+@pytest.mark.parametrize("word,kept", [("no", False), ("Off", False), (" f ", False),
+                                        ("yes", True), ("1", True), ("ON", True)])  # fmt: skip
+def test_github_actions_takes_the_yes_and_no_words_cookiecutter_takes(pre_gen, post_gen, tmp_path,
+                                                                      word, kept):  # fmt: skip
+    # A replay file holds strings as written; cookiecutter's own prompt takes these words.
+    given = answers(github_actions=word)
+
+    assert pre_gen.validate(given) == []
+    (tmp_path / ".github").mkdir()
+    post_gen.prune(tmp_path, post_gen.as_booleans(given))
+    assert (tmp_path / ".github").exists() is kept
+    post_gen.write_answers(tmp_path, post_gen.as_booleans(given))
+    recorded = json.loads((tmp_path / ".cookiecutter.json").read_text("utf-8"))["cookiecutter"]
+    assert recorded["github_actions"] is kept

@@ -130,6 +130,17 @@ INVALID = {
     ),
 }
 
+# Device names Windows reserves in every folder: it cannot create the project's folder or its
+# package's (nor can Git for Windows check them out).
+WINDOWS_DEVICES = {"project_slug": ["con", "prn", "lpt1"], "package_name": ["aux", "nul", "com9"]}
+for question, names in WINDOWS_DEVICES.items():
+    for name in names:
+        INVALID[f"{question} that is the Windows device {name.upper()}"] = (
+            {question: name},
+            f"{name!r} is a device name that Windows reserves (CON, PRN, AUX, NUL, COM1 to COM9, "
+            "LPT1 to LPT9), so Windows cannot create",
+        )
+
 
 # Top-level modules of the pinned stacks that a package of the same name would shadow (the
 # complete list is checked against each installed stack in tests/test_reserved_modules.py).
@@ -183,19 +194,24 @@ HAND_EDITED = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("question", HAND_EDITED)
-def test_a_hand_edited_replay_answer_outside_its_choices_is_refused(tmp_path, question):
+def replay_edited(tmp_path, **edits):
+    """cookiecutter --replay-file with a replay file whose answers were edited by hand."""
     from test_hooks import answers
     from test_questions import cookiecutter_cli
 
-    value, choices = HAND_EDITED[question]
-    given = {k: v for k, v in answers(**{question: value}).items() if not k.startswith("_")}
+    given = {k: v for k, v in answers(**edits).items() if not k.startswith("_")}
     replay = tmp_path / "edited.json"
     replay.write_text(json.dumps({"cookiecutter": given}), encoding="utf-8")
     out = tmp_path / "projects"
-
     result = cookiecutter_cli("--replay-file", str(replay), "-o", str(out), str(TEMPLATE_DIR),
                               home=tmp_path)  # fmt: skip
+    return result, out
+
+
+@pytest.mark.parametrize("question", HAND_EDITED)
+def test_a_hand_edited_replay_answer_outside_its_choices_is_refused(tmp_path, question):
+    value, choices = HAND_EDITED[question]
+    result, out = replay_edited(tmp_path, **{question: value})
     output = result.stdout + result.stderr
 
     assert result.returncode != 0
@@ -205,3 +221,49 @@ def test_a_hand_edited_replay_answer_outside_its_choices_is_refused(tmp_path, qu
     assert not [p for p in out.iterdir() if p.is_dir()]  # no broken project
     saved = json.loads((out / "lenet-template-answers.json").read_text("utf-8"))["cookiecutter"]
     assert question not in saved  # the rerun asks it again, with its choices
+
+
+# Answers of another JSON type than the question's: the user's mistake, not the template's bug.
+WRONG_TYPE = {
+    "python version as a number": ("python_version", 3.11, 'is a number, not text', '"3.12"'),
+    "python version null": ("python_version", None, "is empty (null), not text", '"3.12"'),
+    "project name as a list": ("project_name", ["a"], "is a list, not text", '"Handwritten'),
+    "author as an object": ("author_name", {"x": 1}, "is an object, not text", '"Jane Doe"'),
+    "e-mail as a number": ("author_email", 7, "is a number, not text", '"jane@example.com"'),
+    "package as true": ("package_name", True, "is true or false, not text", '"handwritten_'),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("question,value,kind,example", WRONG_TYPE.values(), ids=WRONG_TYPE)
+def test_a_replay_answer_of_the_wrong_type_is_the_users_to_correct(tmp_path, question, value,
+                                                                   kind, example):  # fmt: skip
+    result, out = replay_edited(tmp_path, **{question: value})
+    output = " ".join((result.stdout + result.stderr).split())
+
+    assert result.returncode != 0
+    assert f"ERROR: The {question} answer {json.dumps(value)} {kind}: write it in double " \
+           f"quotes, for example {example}" in output  # fmt: skip
+    assert output.count("ERROR: The") == 1
+    assert "bug of the template" not in output and "AttributeError" not in output
+    assert not [p for p in out.iterdir() if p.is_dir()]  # nothing baked, no LICENSE of {'x': 1}
+    saved = json.loads((out / "lenet-template-answers.json").read_text("utf-8"))["cookiecutter"]
+    assert question not in saved
+
+
+def test_every_choice_answer_of_a_replay_is_checked_against_the_templates_lists(tmp_path):
+    # A list as the accelerator answer is the user's answer, not the template's list of choices.
+    result, out = replay_edited(tmp_path, accelerator=["tpu"], license="GPL", ide="vim",
+                                env_manager="pipenv")  # fmt: skip
+    output = result.stdout + result.stderr
+
+    assert result.returncode != 0
+    assert [line for line in output.splitlines() if line.startswith("ERROR: The")] == [
+        'ERROR: The accelerator answer ["tpu"] is not one of its answers: answer directml, cuda, '
+        "cuda-legacy, xpu, rocm or cpu.",
+        "ERROR: The env_manager answer 'pipenv' is not one of its answers: answer conda or venv.",
+        "ERROR: The ide answer 'vim' is not one of its answers: answer pycharm, vscode, both or "
+        "none.",
+        "ERROR: The license answer 'GPL' is not one of its answers: answer MIT, BSD-3-Clause, "
+        "Apache-2.0 or none.",
+    ]
+    assert not [p for p in out.iterdir() if p.is_dir()]

@@ -244,3 +244,28 @@ def test_cruft_create(place, home, reference, template_repository):
     project = assert_same_project(output, reference)
     assert json.loads((project / ".cruft.json").read_text("utf-8"))["checkout"] == TAG
     assert "Best for this machine" in result.stdout  # its hooks ran, the machine was checked
+
+
+def test_cruft_update_prints_no_steps_for_its_own_temporary_folders(
+    home, tmp_path, template_repository
+):
+    # cruft update bakes the old and the new template into temporary folders of its own, gone
+    # when it ends: the hooks' "cd <folder>" and "git init" would send the user there, twice.
+    repository = tmp_path / "repository"
+    shutil.copytree(template_repository, repository, symlinks=True)
+    succeeded(run(["cruft", "create", str(repository), "--no-input", "--output-dir",
+                   str(tmp_path / "projects")], cwd=home, home=home))  # fmt: skip
+    project = project_in(tmp_path / "projects")
+    for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "p"]):
+        subprocess.run(command, cwd=project, env=user_environment(home), check=True)
+    editorconfig = next(repository.glob("*cookiecutter.project_slug*")) / ".editorconfig"
+    editorconfig.write_text(editorconfig.read_text("utf-8") + "# updated\n", "utf-8")
+    subprocess.run(["git", "commit", "-q", "-am", "update"], cwd=repository,
+                   env=user_environment(home), check=True)  # fmt: skip
+
+    result = succeeded(run(["cruft", "update", "-y"], cwd=project, home=home))
+
+    assert (project / ".editorconfig").read_text("utf-8").endswith("# updated\n")
+    output = result.stdout + result.stderr
+    assert "Next steps" not in output and "git init" not in output
+    assert "This machine" not in output

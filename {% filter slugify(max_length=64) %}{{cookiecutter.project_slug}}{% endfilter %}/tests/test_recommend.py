@@ -51,7 +51,8 @@ IRIS_XE = dxgi("Intel(R) Iris(R) Xe Graphics", 0x8086, 0x9A49, 128 * 2**20, "31.
 UHD_620 = dxgi("Intel(R) UHD Graphics 620", 0x8086, 0x5917, 128 * 2**20, "31.0.101.2111")
 RX_7600 = dxgi("AMD Radeon RX 7600", 0x1002, 0x7480, 8 * GB, "31.0.24027.1012")
 RADEON_780M = dxgi("AMD Radeon(TM) 780M Graphics", 0x1002, 0x15BF, 512 * 2**20, "31.0.24027.1012")
-RTX_4060 = dxgi("NVIDIA GeForce RTX 4060 Laptop GPU", 0x10DE, 0x28E0, 8 * GB, "32.0.15.6094")
+# Driver 581.29: new enough for the cuda environment's CUDA 13.0 build (test_driver_minimum_advice)
+RTX_4060 = dxgi("NVIDIA GeForce RTX 4060 Laptop GPU", 0x10DE, 0x28E0, 8 * GB, "32.0.15.8129")
 ADRENO = dxgi("Qualcomm(R) Adreno(TM) X1-85 GPU", 0x5143, 0x0C36, 0, "31.0.96.0")
 
 LINUX_RX_7900 = drm("AMD Radeon RX 7900 XTX", 0x1002, 0x744C, "amdgpu")

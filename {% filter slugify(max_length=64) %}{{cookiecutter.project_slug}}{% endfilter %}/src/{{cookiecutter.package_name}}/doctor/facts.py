@@ -15,6 +15,7 @@ from typing import Any
 
 from ..machinery.project import Project
 from . import active_environment, gpu_linux, gpu_windows, nvidia, os_info, recommend
+from .driver_fit import fit_to_driver
 from .gpus import GpuScan
 from .os_info import OsInfo
 from .rules.environment import recommendation_details
@@ -41,7 +42,8 @@ class Facts:
         """The GPUs, and the recommendation that rests on them."""
         assert self.os is not None
         scan = replace(scan, gpus=nvidia.with_capabilities(scan.gpus))  # names tell DXGI's
-        return replace(self, scan=scan, best=recommend.recommend(self.os, scan.hardware))
+        best = fit_to_driver(recommend.recommend(self.os, scan.hardware), self.project, self.os)
+        return replace(self, scan=scan, best=best)
 
     def with_active(self, active: str | None) -> Facts:
         return replace(self, active=active)

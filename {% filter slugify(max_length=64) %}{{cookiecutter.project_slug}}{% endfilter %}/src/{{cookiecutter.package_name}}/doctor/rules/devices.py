@@ -5,7 +5,7 @@ Driver's, the Environment's) only when those are printed.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ...machinery.project import Project
 from ..bounded import describe_error
@@ -20,6 +20,7 @@ from ..findings import (
     Finding,
     printed_fix,
 )
+from ..visible_devices import hidden_fix
 from . import cuda, rocm
 from .packages import install_fix
 
@@ -48,12 +49,14 @@ def device_findings(
     recommendation: dict[str, Any] | None = None,
     torch_said: str = "",
     measured: Sequence[tuple[str, str]] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """One line per device torch can train on, one per backend that should be there and is
     not (with the reason and its fix), and one line for all the backends this machine or build
     simply does not have. ``earlier``: the findings so far, whose fixes the advice may name.
     ``torch_said``: torch's warnings while it listed the devices; ``measured``: (GPU name,
-    compute capability) from torch."""
+    compute capability) from torch; ``environ``: the environment variables (None: this
+    process's), for those that hide GPUs from torch."""
     findings = []
     for option in discovery.options:
         details = option.details or {}
@@ -67,13 +70,17 @@ def device_findings(
     absent = []  # backends this install or machine simply does not have: one line for all
     for missing in discovery.unavailable:
         ours = missing.kind == DEVICE_KIND.get(project.accelerator, project.accelerator)
-        if ours or getattr(missing, "installed", True):
+        # CUDA_VISIBLE_DEVICES="" and the like hide the GPUs: that, not the driver, is the fix.
+        hidden = hidden_fix(project.accelerator, missing.kind, missing.reason, environ)
+        if ours or getattr(missing, "installed", True) or hidden:
             status = WARN if ours or project.accelerator != "cpu" else OK
             fix, role = "", ""
             if missing.kind == "directml" and ours:
                 fix, role = _directml_fix(missing.reason, project, earlier)
             elif missing.kind == "cuda":
                 fix, role = _cuda_fix(missing.reason, project, earlier)
+            if hidden:
+                fix, role = hidden, ""
             code = f"DEVICE-UNAVAILABLE-{missing.kind.upper()}"
             found = f"{missing.kind} unavailable: {missing.reason}."
             kernels = rocm.invalid_device_function(missing.reason, recommendation, project)

@@ -80,11 +80,13 @@ def driver_minimum(project: Project, info: OsInfo) -> tuple[str, str] | None:
 
 def _stack_for_driver(project: Project, gpu: Gpu, best: str) -> str | None:
     """The stack whose CUDA build the driver must run: the active one when its build runs the
-    GPU; else the recommended CUDA stack when that one does; None when no CUDA build runs it
+    GPU; else (or when the active stack is not a CUDA one) the recommended CUDA stack when that
+    one does; None when no CUDA build runs it
     (Kepler, Fermi: no driver update helps)."""
     active = project.accelerator
     if active not in nvidia.CUDA_STACKS:
-        return active
+        # Advice to create the recommended CUDA environment needs a driver that starts it.
+        return best if best in nvidia.CUDA_STACKS and best in project.stacks else active
     capability = nvidia.capability_of(gpu)
     if not capability or nvidia.runs_on(capability, nvidia.CUDA_ARCHS[active]):
         return active

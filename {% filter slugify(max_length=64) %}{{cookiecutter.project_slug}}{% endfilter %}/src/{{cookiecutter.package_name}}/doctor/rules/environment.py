@@ -8,6 +8,7 @@ from typing import Any
 
 from ...machinery.project import Project
 from .. import recommend
+from ..driver_fit import fit_to_driver
 from ..findings import CHOOSES_ENVIRONMENT, OK, REPAIRS_ENVIRONMENT, WARN, Finding
 from ..gpus import GpuScan
 from ..os_info import OsInfo
@@ -59,7 +60,7 @@ def check_environment_choice(
                 code="ENV-UNKNOWN",
             )
         ]
-    best = best or recommend.recommend(info, scan.hardware)
+    best = best or fit_to_driver(recommend.recommend(info, scan.hardware), project, info)
     current = active or project.accelerator
     python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
     commands = best.commands(project.project_slug or "<project>", python, info.is_windows)

@@ -8,6 +8,7 @@ from typing import Iterable
 
 from ...machinery.project import Project
 from .. import recommend
+from ..driver_fit import fit_to_driver
 from ..findings import OK, WARN, Finding
 from ..gpus import NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
@@ -37,7 +38,7 @@ def check_gpus(
     hardware = scan.hardware
     findings = _list_findings(hardware)
     findings += _problem_findings(scan, bool(hardware))
-    best = best or recommend.recommend(info, hardware)
+    best = best or fit_to_driver(recommend.recommend(info, hardware), project, info)
     findings += cuda.capability_findings(project, hardware, recommend.system_of(info), best.stack)
     if info.is_windows:
         findings += gpus_windows.check(project, scan)
