@@ -163,6 +163,7 @@ PYCHARM = {
     ".run/benchmark.run.xml",
     ".run/draw.run.xml",
     ".run/tests.run.xml",
+    ".run/tests_all.run.xml",
 }
 VSCODE = {".vscode/extensions.json", ".vscode/launch.json", ".vscode/settings.json"}
 GITHUB = {".github/workflows/tests.yml"}
