@@ -58,6 +58,7 @@ def project_template_dir() -> Path:
 def project_requirements() -> list:
     """Requirement names of the generated pyproject.toml: dependencies and every extra."""
     text = (project_template_dir() / "pyproject.toml").read_text(encoding="utf-8")
+    text = text.split("[project.scripts]")[0]  # the lists after it are no requirements
     names = []
     for block in re.findall(r"^(?:dependencies|[a-z]+) = \[\n(.*?)^\]", text, re.M | re.S):
         # "name>=1" or, with a marker that quotes, 'name==1; sys_platform == "win32"'

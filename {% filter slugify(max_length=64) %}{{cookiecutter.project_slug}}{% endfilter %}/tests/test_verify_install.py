@@ -305,6 +305,7 @@ def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
     assert "`pip install -r environments/xpu.txt`" in other.fix
 
 
+@pytest.mark.slow
 def test_a_project_without_tqdm_says_so_without_a_traceback(child_limit):
     """The real module tree, in a Python where `import tqdm` fails."""
     src = Path(verify_install.__file__).resolve().parents[2]
@@ -387,6 +388,7 @@ def test_help_documents_the_exit_codes(capsys):
     assert "  4  the install is broken" in out
 
 
+@pytest.mark.slow
 def test_the_real_thing_on_this_machine(child_limit):
     """No fakes: whatever this machine has, a verdict consistent with the chosen device."""
     src = Path(verify_install.__file__).resolve().parents[2]  # src/<package>/doctor/
@@ -450,6 +452,7 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
     assert report["project"]["name"] == name
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_ends_the_json_quietly(child_limit):
     """`verify_install --json | head -c 10`: no BrokenPipeError, the verdict's exit code."""
     src = Path(verify_install.__file__).resolve().parents[2]
@@ -790,6 +793,7 @@ def no_torch():
     raise ModuleNotFoundError("No module named 'torch'", name="torch")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_manager", ["conda", "venv"])
 @pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
 def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
@@ -1139,6 +1143,7 @@ def contradictions(out: Printed, default: str) -> list:
     return problems
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_manager", ["conda", "venv"])
 @pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
 def test_no_two_fixes_contradict_each_other(situation, capsys, case, env_manager):
@@ -1333,6 +1338,7 @@ def test_the_stack_an_environment_serves_is_read_from_its_name(prefix, conda, st
 # ------------------------------------------------------------------ --json: codes for programs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
 def test_every_finding_of_every_situation_has_a_registered_code(situation, capsys, case):
     code, _ = situation(*case, "venv", args=["--json"])
