@@ -57,6 +57,7 @@ from {{ cookiecutter.package_name }}.doctor.rules import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
+    directml_probe,
 )
 from {{ cookiecutter.package_name }}.machinery.project import (
     Project,
@@ -813,6 +814,35 @@ def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
     assert can == (code in (verify_install.EXIT_OK, verify_install.EXIT_CPU_FALLBACK)), out.text
     if not can:
         assert out.go_on.startswith("You cannot train yet") and out.fixes, out.text
+
+
+MAC_ARM = OsInfo("Darwin", "24.1.0", "15.1", "arm64")
+LINUX_ARM = OsInfo("Linux", "6.8.0-45-generic", "#45-Ubuntu SMP", "aarch64")
+
+
+@pytest.mark.parametrize("os_facts", [MAC_ARM, LINUX_ARM], ids=["macos-arm64", "linux-aarch64"])
+@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+def test_a_mac_or_arm_student_with_the_default_file_is_sent_to_the_cpu_file(
+    situation, capsys, monkeypatch, os_facts, env_manager
+):
+    """The default file of a directml project installs there without torch-directml (it has no
+    wheel there): verify_install names the cpu environment's files and never asks to install
+    torch-directml, which pip could not find."""
+    monkeypatch.setattr(directml_probe, "directml_has_wheels", lambda: False)
+    missing = devices.directml_missing_reason("directml")
+    code, _ = situation("arm-default-file", "directml", os_facts, [], [],
+                        [("directml", missing, False)], "auto", None,
+                        {"torch": "2.4.1", "torchvision": "0.19.1"}, env_manager)  # fmt: skip
+    out = read_output(capsys.readouterr().out)
+
+    assert code == verify_install.EXIT_CPU_FALLBACK and out.go_on.startswith("You can go on")
+    (environment,) = [found for check, found in out.row_texts if check == "Environment"]
+    assert environment.startswith("Best for this machine: cpu, but ")
+    cpu_file = "environments/cpu.yml" if env_manager == "conda" else "environments/cpu.txt"
+    assert any(cpu_file in fix for _, fix in out.fixes), out.text
+    assert "pip install torch-directml" not in out.text and "torch-directml==" not in "".join(
+        fix for _, fix in out.fixes
+    ), out.text
 
 
 def test_the_run_configuration_option_turns_a_cpu_fallback_into_exit_0(situation, capsys):

@@ -141,9 +141,10 @@ def directml_missing_reason(accelerator: str | None = None) -> str:
         except Exception:  # no readable project.json: say nothing about installing
             accelerator = ""
     if accelerator == "directml" and not directml_has_wheels():
+        system = {"darwin": "macOS", "win32": "Windows"}.get(sys.platform, platform.system())
         return (
-            f"torch-directml is not installed: it has no build for {platform.system()} "
-            f"{platform.machine()} (only Windows x64 and Linux x86_64)"
+            "torch-directml is not installed: it has builds only for Windows x64 and Linux "
+            f"x86_64, not for {system} {platform.machine()}"
         )
     if accelerator == "directml":
         return f"torch-directml is not installed (pip install {DIRECTML_PIP})"
