@@ -67,6 +67,7 @@ def test_the_runs_are_drawn_together_labelled_by_what_differs(two_runs):
     assert [r.label for r in found] == ["sgd, lr 0.05", "adam, lr 0.002"]
 
 
+@pytest.mark.slow
 def test_resume_continues_the_latest_run_by_default(two_runs, tiny_dataset, cpu_discovery):
     runs_dir, _, second, _ = two_runs
     cfg = train.TrainConfig(device="cpu", runs_dir=runs_dir, resume=True)
@@ -75,6 +76,7 @@ def test_resume_continues_the_latest_run_by_default(two_runs, tiny_dataset, cpu_
     assert [row["epoch"] for row in result.history] == [1]
 
 
+@pytest.mark.slow
 def test_evaluate_tests_the_latest_run_by_default(two_runs):
     runs_dir, _, second, _ = two_runs
     assert evaluate.find_checkpoint(runs_dir) == second.output_dir / "best.pt"

@@ -62,6 +62,7 @@ def run_steps(model, optimizer, steps=5):
         train.train_step(model, optimizer, split.images, split.labels)
 
 
+@pytest.mark.slow
 def test_lerp_free_adam_computes_what_torch_adam_computes():
     torch.manual_seed(0)
     ours, reference = LeNet5(), LeNet5()
