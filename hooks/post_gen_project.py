@@ -212,13 +212,13 @@ def editor_steps(answers: dict, best) -> list:
         vscode_interpreter = f"create the {stack} environment as above and select {name}"
     if answers["ide"] in ("pycharm", "both"):
         steps.append(
-            f"In PyCharm: File > Open the folder, {interpreter}, then run 'Verify install' and "
-            "'Train' from the run configurations at the top right."
+            f"In PyCharm: File > Open the folder, {interpreter}, then run '1. Verify install' "
+            "and the numbered steps after it from the run configurations at the top right."
         )
     if answers["ide"] in ("vscode", "both"):
         steps.append(
             f"In VS Code: open the folder, {vscode_interpreter} as its interpreter, then run "
-            "'Verify install' from Run and Debug."
+            "'1. Verify install' from Run and Debug."
         )
     return steps
 

@@ -58,10 +58,12 @@ def project_template_dir() -> Path:
 def project_requirements() -> list:
     """Requirement names of the generated pyproject.toml: dependencies and every extra."""
     text = (project_template_dir() / "pyproject.toml").read_text(encoding="utf-8")
+    text = text.split("[project.scripts]")[0]  # the lists after it are no requirements
     names = []
     for block in re.findall(r"^(?:dependencies|[a-z]+) = \[\n(.*?)^\]", text, re.M | re.S):
-        for requirement in re.findall(r'^\s*"([^"]+)",?\s*$', block, re.M):
-            names.append(re.match(r"[A-Za-z0-9._-]+", requirement).group())
+        # "name>=1" or, with a marker that quotes, 'name==1; sys_platform == "win32"'
+        for quoted in re.findall(r"""^\s*("[^"]+"|'[^']+'),?\s*(?:#.*)?$""", block, re.M):
+            names.append(re.match(r"[A-Za-z0-9._-]+", quoted[1:]).group())
     return names
 
 

@@ -9,21 +9,24 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+# The first-run steps, numbered so that they sort first and in order (PyCharm sorts by name).
 RUN_CONFIGURATIONS = {
-    "Verify install": ("verify_install", "--cpu-fallback-ok"),  # a CPU fallback is no failure
-    "Train": ("train", ""),
-    "Train (synthetic, offline)": ("train", "--dataset synthetic"),
-    "Evaluate": ("evaluate", ""),
-    "Export to ONNX": ("export", ""),
-    "Benchmark": ("benchmark", ""),
-    "Draw a digit": ("draw", ""),
+    "1. Verify install": ("verify_install", "--cpu-fallback-ok"),  # a CPU fallback is no failure
+    "2. Train (synthetic digits)": ("train", "--dataset synthetic"),
+    "3. Train": ("train", ""),
+    "4. Evaluate": ("evaluate", ""),
+    "5. Draw a digit": ("draw", ""),
+    "Extra: export to ONNX": ("export", ""),
+    "Extra: benchmark": ("benchmark", ""),
 }
 # Training with two processes on the CPU: torchrun, as PyCharm and VS Code run a module. The
 # package's name is filled in; USE_LIBUV=0 lets torchrun start with PyTorch's Windows wheels.
 TORCHRUN = {
-    "Train (2 processes, CPU)": "--standalone --nproc-per-node=2 -m {package}.train "
+    "Extra: train on 2 processes (torchrun)": "--standalone --nproc-per-node=2 -m {package}.train "
     "--dataset synthetic --device cpu",
 }
+# pytest: the fast set (no test marked slow), and every test.
+TESTS = {"6. Tests (fast)": '-m "not slow"', "Extra: all tests": None}
 ABSOLUTE_PATH = re.compile(r"(^|[\s\"'=])(/[A-Za-z]|[A-Za-z]:[\\/])")
 
 
@@ -45,7 +48,16 @@ def pycharm_configurations(baked) -> dict:
 
 
 def test_pycharm_has_the_documented_configurations(baked):
-    assert set(pycharm_configurations(baked)) == {*RUN_CONFIGURATIONS, *TORCHRUN, "Tests"}
+    configurations = pycharm_configurations(baked)
+    assert set(configurations) == {*RUN_CONFIGURATIONS, *TORCHRUN, *TESTS}
+    # What a student skips lies in PyCharm's "Extras" folder; the first-run steps sort first.
+    extras = {name for name, c in configurations.items() if c.get("folderName") == "Extras"}
+    assert extras == {name for name in configurations if name.startswith("Extra: ")}
+    first = sorted(set(configurations) - extras)
+    assert [name.split(". ", 1)[1] for name in first] == [
+        "Verify install", "Train (synthetic digits)", "Train", "Evaluate", "Draw a digit",
+        "Tests (fast)",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", RUN_CONFIGURATIONS)
@@ -84,11 +96,27 @@ def test_the_torchrun_configurations_run_the_train_module_in_two_processes(baked
     assert (baked.path / "src" / baked.package / "train.py").is_file()
 
 
-def test_pycharm_tests_configuration_targets_the_tests_folder(baked):
-    values = options(pycharm_configurations(baked)["Tests"])
+@pytest.mark.parametrize("name", TESTS)
+def test_pycharm_tests_configurations_run_the_tests_folder_fast_or_whole(baked, name):
+    configuration = pycharm_configurations(baked)[name]
+    values = options(configuration)
+    envs = {e.get("name"): e.get("value") for e in configuration.iter("env")}
 
     assert values["_new_target"] == '"$PROJECT_DIR$/tests"'
     assert (baked.path / "tests").is_dir()
+    assert envs.get("PYTEST_ADDOPTS") == TESTS[name]
+    launch = {c["name"]: c for c in baked.json(".vscode/launch.json")["configurations"]}
+    assert launch[name]["module"] == "pytest"
+    assert launch[name]["args"] == (["-m", "not slow"] if TESTS[name] else [])
+
+
+def test_the_fast_tests_leave_out_only_the_marked_slow_ones(baked):
+    """pytest with no marker (CI) runs everything; the IDEs' test runs pass -m "not slow"."""
+    pytest_options = baked.toml("pyproject.toml")["tool"]["pytest"]["ini_options"]
+    assert any(marker.startswith("slow:") for marker in pytest_options["markers"])
+    assert "-m" not in pytest_options.get("addopts", "")
+    settings = baked.json(".vscode/settings.json")
+    assert settings["python.testing.pytestArgs"] == ["tests", "-m", "not slow"]
 
 
 def test_no_configuration_holds_an_absolute_path(baked):
@@ -104,10 +132,15 @@ def test_no_idea_folder_is_shipped(baked):
 def test_vscode_launch_configurations_mirror_pycharm(baked):
     launch = baked.json(".vscode/launch.json")["configurations"]
 
-    assert {c["name"] for c in launch} == {*RUN_CONFIGURATIONS, *TORCHRUN}
+    assert {c["name"] for c in launch} == {*RUN_CONFIGURATIONS, *TORCHRUN, *TESTS}
+    # Run and Debug lists them by group, then order: the first-run steps, then the extras.
+    shown = sorted(launch, key=lambda c: (c["presentation"]["group"], c["presentation"]["order"]))
+    assert [c["name"] for c in shown] == [c["name"] for c in launch]
+    assert [c["name"][:2] for c in launch[:6]] == ["1.", "2.", "3.", "4.", "5.", "6."]
+    assert all(c["name"].startswith("Extra: ") for c in launch[6:])
     for configuration in launch:
-        if configuration["name"] in TORCHRUN:
-            continue  # test_the_torchrun_configurations_run_the_train_module_in_two_processes
+        if configuration["name"] in {*TORCHRUN, *TESTS}:
+            continue  # the torchrun and the tests configurations' own tests
         module, parameters = RUN_CONFIGURATIONS[configuration["name"]]
         assert configuration["type"] == "debugpy"
         assert configuration["module"] == f"{baked.package}.{module}"
@@ -132,7 +165,7 @@ def test_pycharm_configurations_name_no_module_so_any_folder_name_works(baked, r
     the configuration without a module, hence without an interpreter ("Please select a valid
     Python interpreter"). So the files name no module and take the module's interpreter."""
     files = sorted((renamed / ".run").glob("*.run.xml"))
-    assert len(files) == len(RUN_CONFIGURATIONS) + len(TORCHRUN) + 1
+    assert len(files) == len(RUN_CONFIGURATIONS) + len(TORCHRUN) + len(TESTS)
     for path in files:
         text = path.read_text(encoding="utf-8")
         configuration = ET.fromstring(text).find("configuration")

@@ -171,6 +171,7 @@ PYCHARM = {
     ".run/benchmark.run.xml",
     ".run/draw.run.xml",
     ".run/tests.run.xml",
+    ".run/tests_all.run.xml",
 }
 VSCODE = {".vscode/extensions.json", ".vscode/launch.json", ".vscode/settings.json"}
 GITHUB = {".github/workflows/tests.yml"}
@@ -266,6 +267,8 @@ def assert_pinned_build(lines, name):
         if name == "cpu" and built:  # macOS wheels have no +cpu
             assert f'{package}=={version}{built}; sys_platform != "darwin"' in lines
             assert f'{package}=={version}; sys_platform == "darwin"' in lines
+        elif package in stack.get("markers", {}):  # only where it has wheels
+            assert f"{package}=={version}; {stack['markers'][package]}" in lines
         else:
             assert f"{package}=={version}{built}" in lines
     index = [line for line in lines if line.startswith("--")]

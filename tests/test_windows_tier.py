@@ -60,7 +60,6 @@ WINE_LIMITS: dict[str, str] = {
         CPP_EXCEPTION_CRASH
     ),
     "tests/test_cli.py::test_benchmark_reports_a_failing_device_and_goes_on": CPP_EXCEPTION_CRASH,
-    "tests/test_model.py::test_rejects_images_of_the_wrong_size": CPP_EXCEPTION_CRASH,
 }
 ACCESS_VIOLATION = "Windows fatal exception: access violation"
 

@@ -91,6 +91,7 @@ def test_unknown_device_names_what_is_available(capsys, cpu_only, tmp_path):
     assert "error: Device 'cuda:3' is not available" in err and "Available: cpu (" in err
 
 
+@pytest.mark.slow
 def test_mnist_offline_explains_how_to_get_it(capsys, cpu_only, offline, tmp_path):
     code, _, err = run_train(
         capsys, "--data-dir", str(tmp_path / "data"), "--output-dir", str(tmp_path / "runs")
@@ -134,6 +135,7 @@ EDITS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", EDITS.values(), ids=EDITS.keys())
 def test_resume_from_a_checkpoint_it_cannot_continue_is_one_sentence(
     capsys, cpu_only, tmp_path, trained_run, edit
@@ -154,6 +156,7 @@ def test_an_unwritable_output_directory_is_a_clear_error(capsys, cpu_only, tmp_p
     assert code == 2 and "Cannot write to the output directory" in err and "--output-dir" in err
 
 
+@pytest.mark.slow
 def test_dry_run_trains_a_few_batches_and_saves_nothing(
     capsys, cpu_only, small_synthetic, tmp_path
 ):
@@ -189,6 +192,7 @@ def test_a_gpu_that_cannot_run_an_operator_stops_training_with_one_sentence(
     assert f"python -m {train.__package__}.verify_install" in err and "--device cpu" in err
 
 
+@pytest.mark.slow
 def test_train_evaluate_and_resume_from_the_command_line(
     capsys, cpu_only, small_synthetic, tmp_path
 ):
@@ -212,6 +216,7 @@ def test_train_evaluate_and_resume_from_the_command_line(
     assert (tmp_path / "runs" / "confusion_matrix.png").read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_evaluate_reads_the_test_files_from_where_the_run_trained(
     capsys, cpu_only, offline, monkeypatch, tmp_path
 ):
@@ -273,6 +278,7 @@ def test_benchmark_rejects_an_unknown_device(capsys, cpu_only):
     assert "not available" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_python_m_train_exits_2_on_a_user_error(run_module, tmp_path):
     done = run_module(
         "train", "--device", "no-such-device", "--dataset", "synthetic", "--dry-run", cwd=tmp_path
@@ -366,6 +372,7 @@ def test_benchmark_refuses_more_batches_than_it_can_mean(capsys, cpu_only, monke
     assert "--batches: must be at most 1,000,000" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_long_benchmark_needs_no_more_digits_than_a_short_one(cpu_discovery, monkeypatch):
     asked = []
     real = data.synthetic_digits

@@ -73,6 +73,7 @@ def train_args(out: Path, epochs: int = 2) -> list[str]:
 # ------------------------------------------------------------------------------ training
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_costs_no_epoch(tmp_path, child_limit):
     """`train ... | head -2`: the header is read, then the reader is gone."""
     out = tmp_path / "runs"
@@ -96,6 +97,7 @@ def test_a_reader_that_stops_early_costs_no_epoch(tmp_path, child_limit):
     assert checkpoints.load_checkpoint(out / "last.pt")["epochs_done"] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_DEV_FULL, reason="no /dev/full on this system")
 def test_training_into_a_full_stdout_trains_and_saves_every_epoch(tmp_path, child_limit):
     out = tmp_path / "runs"
@@ -114,6 +116,7 @@ def test_training_into_a_full_stdout_trains_and_saves_every_epoch(tmp_path, chil
     assert checkpoints.load_checkpoint(out / "last.pt")["epochs_done"] == 2
 
 
+@pytest.mark.slow
 def test_training_with_stdout_closed_from_the_start(
     capsys, cpu_only, small_synthetic, monkeypatch, tmp_path
 ):
@@ -187,6 +190,7 @@ def test_reports_into_a_full_disk_exits_74_with_one_sentence(capsys, monkeypatch
     assert capsys.readouterr().err.startswith("error: the output could not be written")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_DEV_FULL, reason="no /dev/full on this system")
 def test_python_m_reports_into_dev_full(child_limit):
     with open("/dev/full", "w") as full:

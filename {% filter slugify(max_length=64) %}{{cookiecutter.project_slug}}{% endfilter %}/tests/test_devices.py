@@ -65,6 +65,30 @@ def discovery_with(directml_probe_fn, *others):
     return devices.discover(probes=[*others, directml_probe_fn, devices.probe_cpu])
 
 
+MACHINES = [("darwin", "arm64"), ("linux", "aarch64"), ("win32", "AMD64"), ("linux", "x86_64")]
+
+
+@pytest.mark.parametrize("system, machine", MACHINES)
+def test_directml_wheels_are_where_the_environment_files_install_torch_directml(system, machine):
+    from packaging.markers import Marker
+
+    from {{ cookiecutter.package_name }}.machinery.project import load_project
+
+    marker = Marker(load_project().stacks["directml"]["markers"]["torch-directml"])
+    wheels = marker.evaluate({"sys_platform": system, "platform_machine": machine})
+    assert dml_probe.directml_has_wheels(system, machine) is wheels
+
+
+def test_a_mac_in_a_directml_project_is_not_told_to_pip_install_torch_directml(monkeypatch):
+    """pip finds no torch-directml for a Mac or an ARM machine: the reason says so instead."""
+    monkeypatch.setattr(dml_probe, "directml_has_wheels", lambda: False)
+    reason = dml_probe.directml_missing_reason("directml")
+    assert reason.startswith("torch-directml is not installed: it has builds only for Windows")
+    assert "pip install" not in reason
+    monkeypatch.setattr(dml_probe, "directml_has_wheels", lambda: True)
+    assert "pip install torch-directml==" in dml_probe.directml_missing_reason("directml")
+
+
 LIBD3D12 = OSError("libd3d12.so: cannot open shared object file: No such file or directory")
 
 
@@ -256,12 +280,14 @@ def test_child_probe_survives_a_crash(fake_torch_directml, child_limit):
     assert reason.startswith("the DirectML check crashed (exit code ")
 
 
+@pytest.mark.slow
 def test_child_probe_gives_up_on_a_hang(fake_torch_directml):
     fake_torch_directml("hang")
     reason = dml_probe._probe_directml_in_child(timeout=2)
     assert "did not finish within 2 s" in reason
 
 
+@pytest.mark.slow
 def test_child_probe_reports_is_available_raising(fake_torch_directml, child_limit):
     fake_torch_directml("raising")
     reason = dml_probe._probe_directml_in_child(timeout=child_limit)

@@ -154,6 +154,7 @@ def one_process(tmp_path_factory) -> Path:
 # Real runs through torchrun
 
 
+@pytest.mark.slow
 @pytest.mark.torchrun
 @not_on_windows
 def test_two_processes_write_one_run_folder_and_train_as_one_process(two_machines, one_process):
@@ -175,6 +176,7 @@ def test_two_processes_write_one_run_folder_and_train_as_one_process(two_machine
         assert mine["train_loss"] == pytest.approx(reference["train_loss"], rel=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.torchrun
 @not_on_windows
 def test_ctrl_c_stops_every_process_once_and_the_run_resumes_with_2_or_1_processes(

@@ -195,7 +195,8 @@ def pycharm_configurations() -> dict:
         options = {o.get("name"): o.get("value") for o in configuration.iter("option")}
         if configuration.get("type") == "tests":
             target = json.loads(options["_new_target"]).replace("$PROJECT_DIR$/", "")
-            command = f"pytest {target}"
+            envs = {e.get("name"): e.get("value") for e in configuration.iter("env")}
+            command = f"pytest {target} {envs.get('PYTEST_ADDOPTS', '')}".strip()
         else:
             assert options["MODULE_MODE"] == "true"
             command = f"python -m {options['SCRIPT_NAME']} {options['PARAMETERS']}".strip()
@@ -205,10 +206,12 @@ def pycharm_configurations() -> dict:
 
 def vscode_configurations() -> dict:
     launch = json.loads(read(".vscode/launch.json"))
-    return {
-        c["name"]: " ".join(["python -m", c["module"], *c.get("args", [])])
-        for c in launch["configurations"]
-    }
+
+    def command(configuration: dict) -> str:  # an argument with a space quoted, as in a shell
+        args = [f'"{a}"' if " " in a else a for a in configuration.get("args", [])]
+        return " ".join(["python -m", configuration["module"], *args])
+
+    return {c["name"]: command(c) for c in launch["configurations"]}
 
 
 @pytest.mark.parametrize(
@@ -359,6 +362,7 @@ def run_check(name: str, child_limit: float) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OFFLINE_CHECKS)
 def test_the_checks_quoted_in_directml_md_still_agree(name, child_limit):
     done = run_check(name, child_limit)

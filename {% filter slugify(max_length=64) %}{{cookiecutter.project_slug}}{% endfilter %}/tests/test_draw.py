@@ -111,6 +111,7 @@ def reader(trained_run) -> draw.Reader:
     return loaded
 
 
+@pytest.mark.slow
 def test_test_digits_drawn_large_and_off_centre_are_read_back_only_when_prepared(
     reader, tiny_dataset
 ):
@@ -265,6 +266,7 @@ def test_an_empty_drawing_gets_no_prediction(server):
 # ---------------------------------------------------------------------------- the command
 
 
+@pytest.mark.slow
 def test_without_a_trained_model_it_says_how_to_train_one(run_module, tmp_path, child_limit):
     result = run_module("draw", "--no-browser", cwd=tmp_path, timeout=child_limit)
 
@@ -296,6 +298,7 @@ def ctrl_c_as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_the_command_serves_the_page_and_says_which_device_answers(trained_run, child_limit):
     path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
     command = [sys.executable, "-m", f"{draw.__package__}.draw", "--device", "cpu", "--no-browser"]

@@ -109,6 +109,7 @@ def test_text_from_a_checkpoint_cannot_control_the_terminal(
     assert "\x1b" not in err and "data\\x1b]0;pwned\\x07" in err
 
 
+@pytest.mark.slow
 def test_data_dir_is_said_to_be_ignored_for_synthetic_digits(
     capsys, cpu_only, trained_run, tmp_path
 ):

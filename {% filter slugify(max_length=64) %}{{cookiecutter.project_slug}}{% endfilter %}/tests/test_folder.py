@@ -65,6 +65,7 @@ def test_a_folder_is_split_into_grey_28x28_batches(shapes):
     assert "3 classes: circle, cross, square" in dataset.description
 
 
+@pytest.mark.slow
 def test_training_on_your_own_images_learns_them(shapes, tmp_path, cpu_discovery):
     cfg = train.TrainConfig(
         epochs=4, batch_size=16, dataset=f"folder:{shapes}", device="cpu", output_dir=tmp_path
@@ -298,6 +299,7 @@ def test_adding_pictures_moves_no_picture_to_another_part(tmp_path):
     assert {path: after[path] for path in before} == before
 
 
+@pytest.mark.slow
 def test_evaluate_says_when_the_folder_changed_since_training(tmp_path, capsys, cpu_only):
     root = _pictures(tmp_path / "shapes")
     runs = tmp_path / "r"

@@ -78,6 +78,7 @@ def test_onnx_runtime_computes_what_torch_computes(trained_run, exported, tiny_d
     assert abs(result.torch_accuracy - result.onnx_accuracy) <= export.ACCURACY_TOLERANCE
 
 
+@pytest.mark.slow
 def test_the_command_exports_beside_the_checkpoint_and_reports_the_agreement(
     trained_run, tmp_path, small_synthetic, capsys
 ):

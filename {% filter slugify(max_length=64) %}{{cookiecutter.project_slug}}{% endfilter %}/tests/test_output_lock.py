@@ -84,6 +84,7 @@ def test_a_run_that_fails_at_once_removes_nothing(capsys, cpu_only, tmp_path, de
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in [*mine, leftover])
 
 
+@pytest.mark.slow
 def test_training_removes_only_the_projects_own_stale_leftovers(
     tmp_path, tiny_dataset, cpu_discovery, tiny_config, dead_pid, live_pid
 ):
@@ -128,6 +129,7 @@ def test_every_file_a_run_and_evaluate_write_is_known_as_the_projects(trained_ru
 # ------------------------------------------------------------- locks that hold no live run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "content",
     [
@@ -148,6 +150,7 @@ def test_an_unreadable_lock_nobody_holds_does_not_block(
     assert not (tmp_path / output_lock.LOCK_NAME).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pid",
     [os.getppid(), 2**31, 2**64, -1, 0],
@@ -161,6 +164,7 @@ def test_a_lock_naming_no_live_run_of_this_project_does_not_block(
     assert [row["epoch"] for row in result.history] == [1]
 
 
+@pytest.mark.slow
 def test_resume_after_a_full_disk_left_an_empty_lock(
     tmp_path, tiny_dataset, cpu_discovery, tiny_config
 ):
@@ -206,6 +210,7 @@ def test_a_busy_latest_run_is_refused_without_an_option_the_user_never_typed(
     assert "--output-dir" not in message
 
 
+@pytest.mark.slow
 def test_a_lock_held_by_a_live_process_blocks_even_if_its_text_is_empty(tmp_path, child_limit):
     src = Path(output_lock.__file__).resolve().parents[2]
     env = {

@@ -536,6 +536,7 @@ def test_the_sample_reports_stay_out_of_a_real_summary(tmp_path, capsys):
     assert "7 machines" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_thousand_folders_deep_is_no_crash(tmp_path, capsys):
     deep = tmp_path
     try:

@@ -43,6 +43,7 @@ def two_runs(tmp_path_factory, tiny_dataset):
     return runs_dir, first, second, first_bytes
 
 
+@pytest.mark.slow
 def test_a_second_run_keeps_the_first_one_and_its_folder_says_what_changed(two_runs):
     runs_dir, first, second, first_bytes = two_runs
     assert first.output_dir != second.output_dir
@@ -55,6 +56,7 @@ def test_a_second_run_keeps_the_first_one_and_its_folder_says_what_changed(two_r
             assert (run.output_dir / name).is_file(), (run.output_dir, name)
 
 
+@pytest.mark.slow
 def test_the_runs_are_drawn_together_labelled_by_what_differs(two_runs):
     runs_dir, first, second, _ = two_runs
     assert first.compared is None  # alone, there is nothing to compare
@@ -65,6 +67,7 @@ def test_the_runs_are_drawn_together_labelled_by_what_differs(two_runs):
     assert [r.label for r in found] == ["sgd, lr 0.05", "adam, lr 0.002"]
 
 
+@pytest.mark.slow
 def test_resume_continues_the_latest_run_by_default(two_runs, tiny_dataset, cpu_discovery):
     runs_dir, _, second, _ = two_runs
     cfg = train.TrainConfig(device="cpu", runs_dir=runs_dir, resume=True)
@@ -73,6 +76,7 @@ def test_resume_continues_the_latest_run_by_default(two_runs, tiny_dataset, cpu_
     assert [row["epoch"] for row in result.history] == [1]
 
 
+@pytest.mark.slow
 def test_evaluate_tests_the_latest_run_by_default(two_runs):
     runs_dir, _, second, _ = two_runs
     assert evaluate.find_checkpoint(runs_dir) == second.output_dir / "best.pt"
@@ -112,6 +116,7 @@ def test_run_names_say_what_differs_and_are_safe_on_windows(tmp_path):
     assert runs.new_run_folder(tmp_path, name) == tmp_path / f"{name}-2"
 
 
+@pytest.mark.slow
 def test_an_explicit_output_dir_is_the_run_folder_itself(tmp_path, tiny_dataset, cpu_discovery):
     out = tmp_path / "mine"
     result = _train(tmp_path / "runs", cpu_discovery, tiny_dataset, output_dir=out)
@@ -195,6 +200,7 @@ def test_a_dollar_in_a_folder_name_is_drawn_as_written(tmp_path):
     assert figure.texts[0].get_text() == "LeNet-5 on your images (sh\\$\\foo\\$pes) - cpu"
 
 
+@pytest.mark.slow
 def test_a_picture_that_cannot_be_drawn_never_fails_the_run(
     tmp_path, tiny_dataset, cpu_discovery, capsys, monkeypatch
 ):

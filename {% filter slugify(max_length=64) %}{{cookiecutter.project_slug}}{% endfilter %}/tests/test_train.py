@@ -62,6 +62,7 @@ def run_steps(model, optimizer, steps=5):
         train.train_step(model, optimizer, split.images, split.labels)
 
 
+@pytest.mark.slow
 def test_lerp_free_adam_computes_what_torch_adam_computes():
     torch.manual_seed(0)
     ours, reference = LeNet5(), LeNet5()
@@ -97,6 +98,7 @@ def test_one_cycle_schedule_warms_up_then_anneals():
     assert rates[-1] == pytest.approx(peak / 1e4)
 
 
+@pytest.mark.slow
 def test_train_step_returns_sums_on_the_device_and_learns():
     torch.manual_seed(0)
     model = LeNet5()
@@ -127,6 +129,7 @@ def test_eval_step_changes_nothing():
     assert all(p.grad is None for p in model.parameters())
 
 
+@pytest.mark.slow
 def test_a_run_learns_synthetic_digits_to_95_percent_in_one_epoch(tmp_path, cpu_discovery):
     """The promise made for the synthetic set: default settings, one epoch, held-out test."""
     cfg = train.TrainConfig(epochs=1, dataset="synthetic", device="cpu", output_dir=tmp_path)
@@ -153,6 +156,7 @@ def test_a_run_writes_metrics_curves_and_checkpoints(trained_run):
     assert all(t.device.type == "cpu" for t in last["model"].values())
 
 
+@pytest.mark.slow
 def test_a_one_epoch_run_draws_training_curves_within_the_epoch(tmp_path, cpu_discovery):
     """The demo's first run: one epoch. curves.png needs more than one dot per series."""
     dataset = data.load_synthetic(train_size=3200, test_size=256, seed=5)  # 45 batches of 64
@@ -168,6 +172,7 @@ def test_a_one_epoch_run_draws_training_curves_within_the_epoch(tmp_path, cpu_di
     assert last["train_accuracy"] > first["train_accuracy"] + 0.3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 4])
 @pytest.mark.parametrize("epochs", [1, 5])
 def test_the_default_recipe_learns_synthetic_digits_without_a_collapse(
@@ -221,6 +226,7 @@ def test_the_curves_show_loss_and_error_on_log_scales():
     assert list(validation.get_ydata()) == pytest.approx([5.0, 1.0, reporting.ERROR_FLOOR])
 
 
+@pytest.mark.slow
 def test_points_within_an_epoch_cost_no_readback_per_step(
     tmp_path, tiny_dataset, cpu_discovery, monkeypatch
 ):
@@ -296,6 +302,7 @@ def run(cfg, dataset, discovery, stop=None):
     return train.train(cfg, stop=stop, discovery=discovery, dataset=dataset)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["sigint", "flag"])
 def test_ctrl_c_inside_an_epoch_saves_and_resume_continues_the_same_curve(
     tmp_path, tiny_dataset, cpu_discovery, tiny_config, trained_run, how
@@ -313,6 +320,7 @@ def test_ctrl_c_inside_an_epoch_saves_and_resume_continues_the_same_curve(
     assert_same_run(tmp_path, trained_run)  # 2 epochs straight == stopped + resumed, exactly
 
 
+@pytest.mark.slow
 def test_stop_after_an_epoch_then_resume_is_exact(
     tmp_path, tiny_dataset, cpu_discovery, tiny_config, trained_run
 ):
@@ -326,6 +334,7 @@ def test_stop_after_an_epoch_then_resume_is_exact(
     assert_same_run(tmp_path, trained_run)
 
 
+@pytest.mark.slow
 def test_a_hard_interrupt_keeps_the_last_epoch_checkpoint(
     tmp_path, tiny_dataset, cpu_discovery, tiny_config
 ):
@@ -339,6 +348,7 @@ def test_a_hard_interrupt_keeps_the_last_epoch_checkpoint(
     assert saved["epochs_done"] == 1 and saved["position"] is None
 
 
+@pytest.mark.slow
 def test_a_loss_that_becomes_nan_stops_the_run_and_keeps_the_last_good_checkpoint(
     tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
 ):
@@ -366,6 +376,7 @@ def test_a_loss_that_becomes_nan_stops_the_run_and_keeps_the_last_good_checkpoin
     assert len((tmp_path / "metrics.csv").read_text(encoding="utf-8").splitlines()) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "error",
     [
@@ -409,6 +420,7 @@ def test_the_optimizer_updates_the_parameters_of_the_model_on_the_device(
     assert all(a is b for a, b in zip(optimized, state.model.parameters()))
 
 
+@pytest.mark.slow
 def test_runs_into_a_folder_in_use_are_refused_and_change_nothing(
     tmp_path, run_module, trained_run
 ):
@@ -428,6 +440,7 @@ def test_runs_into_a_folder_in_use_are_refused_and_change_nothing(
     assert sorted(p.name for p in out.iterdir()) == ["last.pt"]  # the lock went with its run
 
 
+@pytest.mark.slow
 def test_a_lock_left_by_a_dead_run_is_taken_over_and_its_leftovers_removed(
     tmp_path, tiny_dataset, cpu_discovery, tiny_config, child_limit
 ):

@@ -57,6 +57,7 @@ from {{ cookiecutter.package_name }}.doctor.rules import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
+    directml_probe,
 )
 from {{ cookiecutter.package_name }}.machinery.project import (
     Project,
@@ -305,6 +306,7 @@ def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
     assert "`pip install -r environments/xpu.txt`" in other.fix
 
 
+@pytest.mark.slow
 def test_a_project_without_tqdm_says_so_without_a_traceback(child_limit):
     """The real module tree, in a Python where `import tqdm` fails."""
     src = Path(verify_install.__file__).resolve().parents[2]
@@ -387,6 +389,7 @@ def test_help_documents_the_exit_codes(capsys):
     assert "  4  the install is broken" in out
 
 
+@pytest.mark.slow
 def test_the_real_thing_on_this_machine(child_limit):
     """No fakes: whatever this machine has, a verdict consistent with the chosen device."""
     src = Path(verify_install.__file__).resolve().parents[2]  # src/<package>/doctor/
@@ -450,6 +453,7 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
     assert report["project"]["name"] == name
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_ends_the_json_quietly(child_limit):
     """`verify_install --json | head -c 10`: no BrokenPipeError, the verdict's exit code."""
     src = Path(verify_install.__file__).resolve().parents[2]
@@ -790,6 +794,7 @@ def no_torch():
     raise ModuleNotFoundError("No module named 'torch'", name="torch")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_manager", ["conda", "venv"])
 @pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
 def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
@@ -809,6 +814,35 @@ def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
     assert can == (code in (verify_install.EXIT_OK, verify_install.EXIT_CPU_FALLBACK)), out.text
     if not can:
         assert out.go_on.startswith("You cannot train yet") and out.fixes, out.text
+
+
+MAC_ARM = OsInfo("Darwin", "24.1.0", "15.1", "arm64")
+LINUX_ARM = OsInfo("Linux", "6.8.0-45-generic", "#45-Ubuntu SMP", "aarch64")
+
+
+@pytest.mark.parametrize("os_facts", [MAC_ARM, LINUX_ARM], ids=["macos-arm64", "linux-aarch64"])
+@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+def test_a_mac_or_arm_student_with_the_default_file_is_sent_to_the_cpu_file(
+    situation, capsys, monkeypatch, os_facts, env_manager
+):
+    """The default file of a directml project installs there without torch-directml (it has no
+    wheel there): verify_install names the cpu environment's files and never asks to install
+    torch-directml, which pip could not find."""
+    monkeypatch.setattr(directml_probe, "directml_has_wheels", lambda: False)
+    missing = devices.directml_missing_reason("directml")
+    code, _ = situation("arm-default-file", "directml", os_facts, [], [],
+                        [("directml", missing, False)], "auto", None,
+                        {"torch": "2.4.1", "torchvision": "0.19.1"}, env_manager)  # fmt: skip
+    out = read_output(capsys.readouterr().out)
+
+    assert code == verify_install.EXIT_CPU_FALLBACK and out.go_on.startswith("You can go on")
+    (environment,) = [found for check, found in out.row_texts if check == "Environment"]
+    assert environment.startswith("Best for this machine: cpu, but ")
+    cpu_file = "environments/cpu.yml" if env_manager == "conda" else "environments/cpu.txt"
+    assert any(cpu_file in fix for _, fix in out.fixes), out.text
+    assert "pip install torch-directml" not in out.text and "torch-directml==" not in "".join(
+        fix for _, fix in out.fixes
+    ), out.text
 
 
 def test_the_run_configuration_option_turns_a_cpu_fallback_into_exit_0(situation, capsys):
@@ -1139,6 +1173,7 @@ def contradictions(out: Printed, default: str) -> list:
     return problems
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_manager", ["conda", "venv"])
 @pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
 def test_no_two_fixes_contradict_each_other(situation, capsys, case, env_manager):
@@ -1333,6 +1368,7 @@ def test_the_stack_an_environment_serves_is_read_from_its_name(prefix, conda, st
 # ------------------------------------------------------------------ --json: codes for programs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
 def test_every_finding_of_every_situation_has_a_registered_code(situation, capsys, case):
     code, _ = situation(*case, "venv", args=["--json"])

@@ -15,6 +15,7 @@ import functools
 import importlib
 import importlib.util
 import json
+import platform
 import re
 import sys
 from typing import Any, Callable
@@ -122,14 +123,29 @@ def _probe_directml_in_child(timeout: float = DIRECTML_PROBE_TIMEOUT_S) -> str |
     return f"the DirectML check crashed (exit code {done.returncode}){': ' + tail if tail else ''}"
 
 
+def directml_has_wheels(system: str | None = None, machine: str | None = None) -> bool:
+    """Whether torch-directml publishes wheels for this machine: Windows x64 and Linux x86_64
+    (WSL2 included), as the marker of the environment files says."""
+    system = sys.platform if system is None else system
+    machine = platform.machine() if machine is None else machine
+    return system == "win32" or (system == "linux" and machine == "x86_64")
+
+
 def directml_missing_reason(accelerator: str | None = None) -> str:
-    """Why DirectML is absent, with the install only where the project's stack pins it: in a
-    cpu or cuda project torch-directml would replace the pinned torch with 2.4.1."""
+    """Why DirectML is absent, with the install only where the project's stack pins it and
+    torch-directml has wheels: in a cpu or cuda project torch-directml would replace the pinned
+    torch with 2.4.1, and on a Mac or an ARM machine pip finds none."""
     if accelerator is None:
         try:
             accelerator = load_project().accelerator
         except Exception:  # no readable project.json: say nothing about installing
             accelerator = ""
+    if accelerator == "directml" and not directml_has_wheels():
+        system = {"darwin": "macOS", "win32": "Windows"}.get(sys.platform, platform.system())
+        return (
+            "torch-directml is not installed: it has builds only for Windows x64 and Linux "
+            f"x86_64, not for {system} {platform.machine()}"
+        )
     if accelerator == "directml":
         return f"torch-directml is not installed (pip install {DIRECTML_PIP})"
     if accelerator:
