@@ -24,7 +24,7 @@ import torch
 
 from . import data
 from .datasets import handwriting
-from .machinery import checkpoints, devices, onnx_runtime, runs
+from .machinery import checkpoints, devices, onnx_runtime, run_folders
 from .machinery.cli import (
     add_checkpoint_option,
     add_device_option,
@@ -166,11 +166,11 @@ def predict_endpoint(reader: Reader):
     return predict
 
 
-def find_model(output_dir: Path = runs.RUNS_DIR) -> Path:
+def find_model(output_dir: Path = run_folders.RUNS_DIR) -> Path:
     """best.pt (else last.pt) of the latest run in ``output_dir``, as evaluate finds it."""
     try:
-        return runs.find_checkpoint(output_dir)
-    except runs.NoTrainedModel as error:
+        return run_folders.find_checkpoint(output_dir)
+    except run_folders.NoTrainedModel as error:
         raise DrawError(str(error)) from None
 
 

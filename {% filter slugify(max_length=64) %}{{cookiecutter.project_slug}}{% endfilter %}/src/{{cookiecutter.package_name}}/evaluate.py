@@ -28,7 +28,7 @@ import torch
 from . import data
 from .datasets import folder, mnist
 from .datasets.folder_split import split_change
-from .machinery import checkpoints, devices, onnx_runtime, reporting, runs
+from .machinery import checkpoints, devices, onnx_runtime, plots, run_folders
 from .machinery.checkpoints import BEST
 from .machinery.cli import (
     add_checkpoint_option,
@@ -94,11 +94,11 @@ class Report:
 
 
 def find_checkpoint(output_dir: Path) -> Path:
-    """best.pt, else last.pt, of the latest run in ``output_dir`` (``runs.find_checkpoint``);
+    """best.pt, else last.pt, of the latest run in ``output_dir`` (``run_folders.find_checkpoint``);
     EvaluationError, saying what to run first, when there is neither."""
     try:
-        return runs.find_checkpoint(output_dir)
-    except runs.NoTrainedModel as error:
+        return run_folders.find_checkpoint(output_dir)
+    except run_folders.NoTrainedModel as error:
         raise EvaluationError(str(error)) from None
 
 
@@ -323,13 +323,13 @@ def format_report(report: Report) -> str:
             ]
         )
     header = "class" if report.classes else "digit"
-    table = reporting.format_table(
+    table = plots.format_table(
         [header, "images", "correct", "accuracy", "most often taken for"], rows
     )
     what = {
         "synthetic": "SYNTHETIC test digits (not MNIST)",
         "mnist": "MNIST test set",
-    }.get(report.dataset, f"test part of {printable(reporting.dataset_label(report.dataset))}")
+    }.get(report.dataset, f"test part of {printable(plots.dataset_label(report.dataset))}")
     notes = "".join(f"note: {note}\n" for note in report.notes)
     return (
         f"Checkpoint: {report.checkpoint}"
@@ -347,11 +347,11 @@ def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Pat
     metrics = directory / TEST_METRICS_JSON.replace(".json", f"{suffix}.json")
     text = json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
     checkpoints.write_text_atomic(metrics, text)
-    name = reporting.dataset_label(report.dataset)
+    name = plots.dataset_label(report.dataset)
     title = f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n{name}, test set"
-    path = directory / reporting.CONFUSION_PNG.replace(".png", f"{suffix}.png")
-    drawn = reporting.draw_safely(
-        lambda: reporting.plot_confusion(report.confusion, path, title, report.classes), path
+    path = directory / plots.CONFUSION_PNG.replace(".png", f"{suffix}.png")
+    drawn = plots.draw_safely(
+        lambda: plots.plot_confusion(report.confusion, path, title, report.classes), path
     )
     if isinstance(drawn, str):
         report.notes.append(drawn)

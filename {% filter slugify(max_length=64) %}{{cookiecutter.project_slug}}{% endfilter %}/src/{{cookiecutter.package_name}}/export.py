@@ -29,7 +29,7 @@ import torch
 
 from . import data, evaluate
 from .datasets import mnist
-from .machinery import checkpoints, onnx_runtime, runs
+from .machinery import checkpoints, onnx_runtime, run_folders
 from .machinery.cli import (
     add_checkpoint_option,
     add_data_dir_option,
@@ -235,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        checkpoint = Path(args.checkpoint or runs.find_checkpoint(args.output_dir))
+        checkpoint = Path(args.checkpoint or run_folders.find_checkpoint(args.output_dir))
         state = checkpoints.load_checkpoint(checkpoint)
         output = args.output or checkpoint.with_name(ONNX_NAME)
         export(state, checkpoint, output)
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         result = compare(state, checkpoint, output, test, args.check_images)
     except (
         ExportError,
-        runs.NoTrainedModel,
+        run_folders.NoTrainedModel,
         evaluate.EvaluationError,
         checkpoints.CheckpointError,
         checkpoints.CheckpointWriteError,

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from . import checkpoints, reporting
+from . import checkpoints, plots
 from .stopping import TrainError
 from .untrusted import printable
 
@@ -40,10 +40,10 @@ LOCK_NAME = ".training.lock"
 OWN_FILES = (
     checkpoints.LAST,
     checkpoints.BEST,
-    reporting.METRICS_CSV,
-    reporting.METRICS_JSON,
-    reporting.CURVES_PNG,
-    reporting.CONFUSION_PNG,
+    plots.METRICS_CSV,
+    plots.METRICS_JSON,
+    plots.CURVES_PNG,
+    plots.CONFUSION_PNG,
     "test_metrics.json",  # evaluate's
 )
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.tmp$")

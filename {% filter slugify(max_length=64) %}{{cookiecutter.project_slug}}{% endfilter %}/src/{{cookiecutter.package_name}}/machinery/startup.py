@@ -1,7 +1,7 @@
 """Before a training run: its folder (a new one, or the latest for ``--resume``), the settings
 and checkpoint a resumed run continues with (checked, since a checkpoint may come from
 anywhere), the output folder held for the run, the device and the data. ``train.py`` calls
-these, then hands everything to a ``TrainingRun`` (``run.py``), and prints the run's header
+these, then hands everything to a ``TrainingRun`` (``bookkeeping.py``), and prints the run's header
 (``print_header``).
 """
 
@@ -14,13 +14,13 @@ from typing import Any, ContextManager, Iterator, Sequence
 
 from .. import data
 from ..datasets import folder, mnist
-from . import checkpoints, devices, distributed, output_lock, runs
+from . import checkpoints, devices, distributed, output_lock, run_folders
+from .bookkeeping import LAST, RUN_SETTINGS, TrainingRun
 from .cli import MAX_SEED
 from .console import say
 from .optim import OPTIMIZERS
 from .project import load_project
 from .ranks import current
-from .run import LAST, RUN_SETTINGS, TrainingRun
 from .stopping import TrainError, finite
 
 
@@ -32,18 +32,18 @@ def run_folder(cfg: Any) -> Any:
 def _run_folder(cfg: Any) -> Any:
     """``cfg`` with ``output_dir`` set to this run's folder: the one ``--output-dir`` named;
     else, for ``--resume``, the latest run in ``runs_dir``; else a new folder there named
-    after the time and the settings that differ from the defaults (see ``runs``)."""
+    after the time and the settings that differ from the defaults (see ``run_folders``)."""
     if cfg.output_dir is not None:
         return cfg
     runs_dir = Path(cfg.runs_dir)
     if cfg.resume:
-        latest = runs.latest_run(runs_dir)
+        latest = run_folders.latest_run(runs_dir)
         if latest is None:
             raise TrainError(
                 f"Nothing to resume: no run in {runs_dir} has a {LAST}. Start without --resume."
             )
         return replace(cfg, output_dir=latest)
-    return replace(cfg, output_dir=runs.new_run_folder(runs_dir, runs.run_name(cfg)))
+    return replace(cfg, output_dir=run_folders.new_run_folder(runs_dir, run_folders.run_name(cfg)))
 
 
 def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:

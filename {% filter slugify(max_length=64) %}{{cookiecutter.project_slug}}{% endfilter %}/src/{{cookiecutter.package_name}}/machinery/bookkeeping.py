@@ -7,7 +7,7 @@ where a stopped run stands inside an epoch. It writes the checkpoints (``last.pt
 and it restores all of it for ``--resume``, so that a resumed run continues exactly the same
 curve, even from the middle of an epoch after Ctrl+C.
 
-Each run has its own folder (``runs.py``): a new one in ``runs/`` unless ``--output-dir``
+Each run has its own folder (``run_folders.py``): a new one in ``runs/`` unless ``--output-dir``
 names one, and for ``--resume`` the latest run.
 """
 
@@ -22,7 +22,7 @@ import torch
 
 from .. import data
 from ..datasets.folder_split import split_change
-from . import checkpoints, devices, distributed, output_lock, reporting, runs
+from . import checkpoints, devices, distributed, output_lock, plots, run_folders
 from .console import print_epoch, say
 from .epoch_meter import EpochMeter, EpochTraining, Position
 from .optim import one_cycle_lr
@@ -94,7 +94,7 @@ class TrainingRun:
         self.point_every = max(1, self.steps_per_epoch // POINTS_PER_EPOCH)
         self.compared: Path | None = None
         self.said: set[str] = set()  # notes already printed (a picture that failed)
-        self.title = f"LeNet-5 on {reporting.dataset_label(dataset.name)} - {option.describe()}"
+        self.title = f"LeNet-5 on {plots.dataset_label(dataset.name)} - {option.describe()}"
 
     @property
     def parameters(self) -> int:
@@ -214,7 +214,7 @@ class TrainingRun:
         cfg, test_split = self.cfg, self.dataset.test
         label = {"synthetic": "SYNTHETIC test digits (not MNIST)", "mnist": "MNIST test set"}.get(
             self.dataset.name,
-            f"test part of {printable(reporting.dataset_label(self.dataset.name))}",
+            f"test part of {printable(plots.dataset_label(self.dataset.name))}",
         )
         say(
             f"test accuracy {100 * test_accuracy:.2f}% on the {label} "
@@ -312,22 +312,24 @@ class TrainingRun:
         if not is_main():
             return []
         try:
-            within = reporting.within_epochs(self.points)
+            within = plots.within_epochs(self.points)
             config = {n: getattr(self.cfg, n) for n in RUN_SETTINGS}
             config["peak_lr"] = self.cfg.peak_lr  # what a run with the default lr used
             extra = {**(extra or {}), "config": config, "within_epochs": within}
-            files = reporting.write_metrics(self.history, self.out, self.dataset.name, extra)
+            files = plots.write_metrics(self.history, self.out, self.dataset.name, extra)
         except OSError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
         # Pictures come last and never stop a run: what failed is said once, the run goes on.
-        curves = self.out / reporting.CURVES_PNG
-        drawn = reporting.draw_safely(
-            lambda: reporting.plot_curves(self.history, curves, self.title, within), curves
+        curves = self.out / plots.CURVES_PNG
+        drawn = plots.draw_safely(
+            lambda: plots.plot_curves(self.history, curves, self.title, within), curves
         )
         files += self._drawn(drawn)
         if self.out.resolve().parent == Path(self.cfg.runs_dir).resolve():
-            compare_png = self.out.parent / runs.COMPARE_PNG
-            drawn = reporting.draw_safely(lambda: runs.compare(self.out.parent, say), compare_png)
+            compare_png = self.out.parent / run_folders.COMPARE_PNG
+            drawn = plots.draw_safely(
+                lambda: run_folders.compare(self.out.parent, say), compare_png
+            )
             shown = self._drawn(drawn)
             self.compared = shown[0] if shown else None
         return files

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import reporting
+from . import plots
 from .checkpoints import BEST, LAST
 from .cli import RUNS_DIR
 from .untrusted import printable
@@ -167,18 +167,18 @@ def _read(folder: Path) -> ComparedRun | str | None:
     """The run's curves from its metrics.json; None for a run without epochs yet; a reason
     when the file cannot be used (edited by hand, written by other code, half copied)."""
     try:
-        metrics = reporting.read_metrics(folder)
+        metrics = plots.read_metrics(folder)
     except FileNotFoundError:  # a run stopped before its first epoch ended
         return None
     except (OSError, ValueError) as error:
-        return f"its {reporting.METRICS_JSON} cannot be read ({type(error).__name__})"
+        return f"its {plots.METRICS_JSON} cannot be read ({type(error).__name__})"
     if not isinstance(metrics, dict):
-        return f"its {reporting.METRICS_JSON} holds no run's metrics"
+        return f"its {plots.METRICS_JSON} holds no run's metrics"
     epochs = _rows(metrics.get("epochs"), _NUMBERS)
     within = _rows(metrics.get("within_epochs", []), _WITHIN)
     config = metrics.get("config")
     if not isinstance(config, dict) or epochs is None or within is None:
-        return f"its {reporting.METRICS_JSON} is not one this project writes"
+        return f"its {plots.METRICS_JSON} is not one this project writes"
     if not epochs:
         return None
     return ComparedRun(folder, config, list(epochs), list(within))
@@ -223,7 +223,7 @@ def compare(
     datasets = {str(r.config.get("dataset")) for r in found}
     title = "Runs compared"
     if len(datasets) == 1:
-        title += f" on {reporting.dataset_label(datasets.pop())}"
+        title += f" on {plots.dataset_label(datasets.pop())}"
     path = Path(runs_dir) / COMPARE_PNG
-    reporting.plot_comparison([(r.label, r.history, r.within) for r in found], path, title)
+    plots.plot_comparison([(r.label, r.history, r.within) for r in found], path, title)
     return path

@@ -17,6 +17,7 @@ from .. import data
 from ..datasets import folder
 from ..datasets.folder import FolderUnavailable
 from . import distributed
+from .bookkeeping import DRY_RUN_BATCHES
 from .cli import (
     add_data_dir_option,
     add_device_option,
@@ -31,7 +32,6 @@ from .cli import (
 )
 from .console import say
 from .optim import OPTIMIZERS
-from .run import DRY_RUN_BATCHES
 from .stopping import EXIT_INTERRUPTED, Interrupted, TrainError
 
 # Beyond these a run cannot be meant: a year of epochs, a batch larger than any dataset here.
