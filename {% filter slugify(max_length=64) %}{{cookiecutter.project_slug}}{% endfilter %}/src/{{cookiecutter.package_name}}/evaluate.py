@@ -16,7 +16,6 @@ created or downloaded into; ``--data-dir`` is where evaluation may download.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import sys
@@ -26,10 +25,9 @@ from pathlib import Path
 import torch
 
 from . import data
-from .datasets import folder, mnist
+from .datasets import folder, folder_split, mnist
 from .datasets.folder_split import split_change
 from .machinery import checkpoints, devices, onnx_runtime, plots, run_folders
-from .machinery.checkpoints import BEST
 from .machinery.cli import (
     add_checkpoint_option,
     add_data_dir_option,
@@ -132,13 +130,12 @@ def evaluate_checkpoint(
     ``data_dir`` None: the folder the run trained from, as its checkpoint records; it is only
     read (a checkpoint from elsewhere names a folder of another machine)."""
     try:
-        state = checkpoints.load_checkpoint(path)
+        checkpoint = checkpoints.Checkpoint.load(path)
     except checkpoints.CheckpointError as error:
         raise EvaluationError(str(error)) from error
-    config = state.get("config") if isinstance(state.get("config"), dict) else {}
-    name = str(config.get("dataset", "mnist"))
+    name = checkpoint.dataset
     if name == "mnist" and dataset is None:
-        data_dir = _mnist_folder(data_dir, state.get("data_dir"), Path(path))
+        data_dir = _mnist_folder(data_dir, checkpoint.data_dir, Path(path))
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         if dataset is None and folder.folder_path(name) is not None:
@@ -151,23 +148,23 @@ def evaluate_checkpoint(
             classes, notes = dataset.classes, list(dataset.notes)
     except (devices.DeviceNotAvailable, mnist.MNISTUnavailable, ValueError) as error:
         raise EvaluationError(str(error)) from error
-    change = split_change(state.get("data_split"), dataset.split if dataset else None)
-    if change is not None and change.startswith("the classes"):
+    change = split_change(checkpoint.data_split, dataset.split if dataset else None)
+    if change is not None and change.what == folder_split.CLASSES:
         raise EvaluationError(
-            f"{path} cannot be evaluated on {printable(name)}: {change} Put the class folders "
-            "back as they were, or train a new run on the folder as it is."
+            f"{path} cannot be evaluated on {printable(name)}: {change.sentence} Put the class "
+            "folders back as they were, or train a new run on the folder as it is."
         )
     if change is not None:
         notes.append(
-            f"{change} Each picture keeps its part, chosen by its content: pictures added or "
-            "removed move no other picture between training and test."
-            if change.startswith("the pictures")
-            else f"{path}: {change}"
+            f"{change.sentence} Each picture keeps its part, chosen by its content: pictures "
+            "added or removed move no other picture between training and test."
+            if change.what == folder_split.PICTURES
+            else f"{path}: {change.sentence}"
         )
     model = to_device(LeNet5(), option.device)
     try:
-        checkpoints.restore_module(model, state["model"], path)
-    except (checkpoints.CheckpointError, KeyError) as error:
+        checkpoints.restore_module(model, checkpoint.model, path)
+    except checkpoints.CheckpointError as error:
         raise EvaluationError(f"{path} holds no usable model: {error}") from error
     if len(test) == 0:
         raise EvaluationError(f"{printable(name)} has no test images left to evaluate on.")
@@ -180,7 +177,7 @@ def evaluate_checkpoint(
         option.describe(),
         predictions,
         test.labels,
-        _which_epoch(state, Path(path)),
+        checkpoint.which_epoch(Path(path)),
         classes,
         notes,
     )
@@ -249,55 +246,15 @@ def evaluate_onnx(
     )
 
 
-def _has_test_files(folder: Path) -> bool:
-    raw = mnist.mnist_raw_folder(folder)
-    return all(
-        (raw / name).is_file() or (raw / name[: -len(".gz")]).is_file()
-        for name in mnist.MNIST_FILES
-        if name.startswith("t10k")
-    )
-
-
 def _mnist_folder(
-    given: Path | None, recorded: object, checkpoint: Path, option: str = "--checkpoint"
+    given: Path | None, recorded: object, model: Path, option: str = "--checkpoint"
 ) -> Path:
-    """The folder to read the MNIST test files from: ``--data-dir``, or the one the checkpoint
-    records, only where it holds the test files already. EvaluationError otherwise."""
-    package = __package__ or "<package>"
-    again = f"python -m {package}.evaluate {option} {printable(checkpoint, 300)}"
-    again += " --data-dir data"
-    if given is not None:
-        if Path(given).exists() and not Path(given).is_dir():
-            raise EvaluationError(
-                f"--data-dir {given} is a file, not a folder. Pass the folder that holds the "
-                "MNIST test files (t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz), or "
-                f"get them with: python -m {package}.data --data-dir data, then {again}"
-            )
-        return Path(given)
-    where = "from a folder it does not name"
-    if isinstance(recorded, str) and recorded:
-        where = f"from {printable(recorded, 200)}"
-        with contextlib.suppress(OSError, ValueError):  # a name this system cannot look up
-            if _has_test_files(Path(recorded)):
-                return Path(recorded)
-    raise EvaluationError(
-        f"This checkpoint was trained on MNIST {where}, which does not hold the test files on "
-        "this machine; evaluate does not create or download into a folder a checkpoint names. "
-        f"Pass --data-dir: a folder with the files, or one to download them into (about 2 MB), "
-        f"e.g. {again}"
-    )
-
-
-def _which_epoch(state: dict, path: Path) -> str:
-    """Which model a checkpoint holds, in words: best.pt and last.pt differ."""
-    epochs = state.get("epochs_done")
-    if not isinstance(epochs, int) or isinstance(epochs, bool):
-        return ""
-    total = state.get("config", {}).get("epochs") if isinstance(state.get("config"), dict) else None
-    of = f" of {total}" if isinstance(total, int) else ""
-    if path.name == BEST:
-        return f"the model after epoch {epochs}{of}, the best validation accuracy"
-    return f"the model after epoch {epochs}{of}"
+    """Where to read the MNIST test files for ``model`` (``mnist.folder_with_test_files``)."""
+    command = f"python -m {__package__ or '<package>'}.evaluate {option} {printable(model, 300)}"
+    try:
+        return mnist.folder_with_test_files(given, recorded, command)
+    except mnist.MNISTUnavailable as error:
+        raise EvaluationError(str(error)) from None
 
 
 def format_report(report: Report) -> str:

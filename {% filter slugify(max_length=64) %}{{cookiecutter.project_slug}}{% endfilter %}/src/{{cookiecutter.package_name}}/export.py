@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from . import data, evaluate
+from . import data
 from .datasets import mnist
 from .machinery import checkpoints, onnx_runtime, run_folders
 from .machinery.cli import (
@@ -40,6 +40,7 @@ from .machinery.cli import (
     write_err,
     write_out,
 )
+from .machinery.untrusted import printable
 from .model import NUM_CLASSES, LeNet5
 
 ONNX_NAME = "model.onnx"
@@ -72,24 +73,20 @@ class Comparison:
         )
 
 
-def class_names(state: dict) -> list[str]:
+def class_names(checkpoint: checkpoints.Checkpoint) -> list[str]:
     """The name of each output: the digits, or the classes of your own pictures that the
     checkpoint records (its data split); outputs no class uses are named by number."""
     names = [str(i) for i in range(NUM_CLASSES)]
-    split = state.get("data_split")
-    recorded = split.get("classes") if isinstance(split, dict) else None
-    if isinstance(recorded, list) and all(isinstance(name, str) for name in recorded):
-        names[: len(recorded)] = recorded[:NUM_CLASSES]
+    recorded = checkpoint.classes or []
+    names[: len(recorded)] = recorded
     return names
 
 
-def metadata(state: dict, path: Path) -> dict[str, str]:
+def metadata(checkpoint: checkpoints.Checkpoint, path: Path) -> dict[str, str]:
     """What a program needs to use the model, as ONNX metadata (strings; JSON for lists)."""
-    config = state.get("config") if isinstance(state.get("config"), dict) else {}
-    dataset = str(config.get("dataset", "mnist"))
     return {
         "format": onnx_runtime.FORMAT,
-        "class_names": json.dumps(class_names(state), ensure_ascii=False),
+        "class_names": json.dumps(class_names(checkpoint), ensure_ascii=False),
         "preparation": json.dumps(
             {
                 "input": "uint8 pixels (28, 28), a white digit on black, centred like MNIST",
@@ -98,10 +95,10 @@ def metadata(state: dict, path: Path) -> dict[str, str]:
                 "std": data.MNIST_STD,
             }
         ),
-        "dataset": dataset,
-        "data_dir": str(state.get("data_dir", "")),
-        "trained": evaluate._which_epoch(state, path) or path.name,
-        "torch_version": str(state.get("torch_version", "")),
+        "dataset": checkpoint.dataset,
+        "data_dir": checkpoint.data_dir,
+        "trained": checkpoint.which_epoch(path) or path.name,
+        "torch_version": checkpoint.torch_version,
     }
 
 
@@ -118,16 +115,17 @@ def _exporter_options() -> dict:
     return options
 
 
-def export(state: dict, checkpoint: Path, output: Path) -> None:
-    """Write the model in ``state`` to ``output`` as ONNX, with metadata, checked."""
+def export(state: checkpoints.Checkpoint, checkpoint: Path, output: Path) -> None:
+    """Write the model in ``state`` (read from ``checkpoint``) to ``output`` as ONNX, with
+    metadata, checked."""
     try:
         import onnx
     except ImportError:
         raise ExportError(onnx_runtime.missing("onnx")) from None
     model = LeNet5().eval()  # on the CPU, in the default layout: what the exporter traces
     try:
-        checkpoints.restore_module(model, state["model"], checkpoint)
-    except (checkpoints.CheckpointError, KeyError) as error:
+        checkpoints.restore_module(model, state.model, checkpoint)
+    except checkpoints.CheckpointError as error:
         raise ExportError(f"{checkpoint} holds no usable model: {error}") from error
     buffer = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice (torch 2.9+)
@@ -151,13 +149,17 @@ def export(state: dict, checkpoint: Path, output: Path) -> None:
 
 
 def compare(
-    state: dict, checkpoint: Path, output: Path, test: data.AnySplit, limit: int | None = None
+    state: checkpoints.Checkpoint,
+    checkpoint: Path,
+    output: Path,
+    test: data.AnySplit,
+    limit: int | None = None,
 ) -> Comparison:
     """Run the exported model with ONNX Runtime on the CPU and the checkpoint with PyTorch on
     the CPU over ``test`` (its first ``limit`` images)."""
     session = onnx_runtime.open_model(output, "CPUExecutionProvider")
     model = LeNet5().eval()
-    checkpoints.restore_module(model, state["model"], checkpoint)
+    checkpoints.restore_module(model, state.model, checkpoint)
     torch_logits, onnx_logits, labels, seen = [], [], [], 0
     with torch.no_grad():
         for images, batch_labels in data.batches(test, 500):
@@ -180,15 +182,18 @@ def compare(
     )
 
 
-def load_test_images(state: dict, checkpoint: Path, data_dir: Path | None) -> tuple:
+def load_test_images(
+    state: checkpoints.Checkpoint, checkpoint: Path, data_dir: Path | None
+) -> tuple[data.AnySplit, str]:
     """The held-out test split of the dataset the checkpoint trained on, and its description."""
-    config = state.get("config") if isinstance(state.get("config"), dict) else {}
-    name = str(config.get("dataset", "mnist"))
+    name = state.dataset
     try:
         if name == "mnist":
-            data_dir = evaluate._mnist_folder(data_dir, state.get("data_dir"), checkpoint)
+            command = f"python -m {__package__ or '<package>'}.export --checkpoint "
+            command += printable(checkpoint, 300)
+            data_dir = mnist.folder_with_test_files(data_dir, state.data_dir, command)
         return data.load_test_split(name, data_dir)
-    except (evaluate.EvaluationError, mnist.MNISTUnavailable, ValueError) as error:
+    except (mnist.MNISTUnavailable, ValueError) as error:
         raise ExportError(
             f"The model was written, but the test images to check it on are not here: {error}"
         ) from error
@@ -236,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         checkpoint = Path(args.checkpoint or run_folders.find_checkpoint(args.output_dir))
-        state = checkpoints.load_checkpoint(checkpoint)
+        state = checkpoints.Checkpoint.load(checkpoint)
         output = args.output or checkpoint.with_name(ONNX_NAME)
         export(state, checkpoint, output)
         size = output.stat().st_size
@@ -250,7 +255,6 @@ def main(argv: list[str] | None = None) -> int:
     except (
         ExportError,
         run_folders.NoTrainedModel,
-        evaluate.EvaluationError,
         checkpoints.CheckpointError,
         checkpoints.CheckpointWriteError,
         onnx_runtime.OnnxError,

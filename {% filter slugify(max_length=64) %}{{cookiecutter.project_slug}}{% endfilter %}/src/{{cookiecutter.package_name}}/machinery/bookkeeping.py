@@ -249,52 +249,52 @@ class TrainingRun:
 
     # -- files
 
-    def state(self, position: Position | None) -> dict[str, Any]:
-        return {
-            "model_class": "LeNet5",
-            "model": distributed.unwrapped(self.model).state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "config": {name: getattr(self.cfg, name) for name in RUN_SETTINGS},
-            "data_dir": str(self.cfg.data_dir),  # where evaluate finds the test files
-            "data_split": self.dataset.split,  # a folder's classes and parts; None otherwise
-            "epochs_done": self.epochs_done,
-            "position": None if position is None else position.to_dict(),
-            "history": self.history,
-            "points": self.points,
-            "best_val_accuracy": self.best_accuracy,
-            "rng": {"generator": self.generator.get_state(), "torch": torch.get_rng_state()},
-            "torch_version": str(torch.__version__),
-        }
+    def checkpoint(self, position: Position | None) -> checkpoints.Checkpoint:
+        return checkpoints.Checkpoint(
+            model=distributed.unwrapped(self.model).state_dict(),
+            config={name: getattr(self.cfg, name) for name in RUN_SETTINGS},
+            data_dir=str(self.cfg.data_dir),  # where evaluate finds the test files
+            data_split=self.dataset.split,  # a folder's classes and parts; None otherwise
+            epochs_done=self.epochs_done,
+            optimizer=self.optimizer.state_dict(),
+            position=None if position is None else position.to_dict(),
+            history=self.history,
+            points=self.points,
+            best_val_accuracy=self.best_accuracy,
+            rng={"generator": self.generator.get_state(), "torch": torch.get_rng_state()},
+            torch_version=str(torch.__version__),
+        )
 
-    def restore(self, checkpoint: dict[str, Any]) -> None:
+    def restore(self, checkpoint: checkpoints.Checkpoint) -> None:
         """Continue from a checkpoint: tensors come as CPU tensors and are copied into the model
         and optimizer that already live on the device."""
         try:
             model = distributed.unwrapped(self.model)
-            checkpoints.restore_module(model, checkpoint["model"], self.last_path)
+            checkpoints.restore_module(model, checkpoint.model, self.last_path)
         except checkpoints.CheckpointError as error:
             raise TrainError(
                 f"{error} It cannot be resumed: start a new run without --resume, or in "
                 "another --output-dir."
             ) from error
         try:
-            self.optimizer.load_state_dict(checkpoint["optimizer"])
-            self.generator.set_state(checkpoint["rng"]["generator"])
-            torch.set_rng_state(checkpoint["rng"]["torch"])
-            self.history = list(checkpoint["history"])
-            self.points = list(checkpoint.get("points", []))  # older checkpoints have none
-            self.best_accuracy = float(checkpoint["best_val_accuracy"])
-            self.epochs_done = int(checkpoint["epochs_done"])
-            where = checkpoint["position"]
+            self.optimizer.load_state_dict(checkpoint.optimizer)
+            self.generator.set_state(checkpoint.rng["generator"])
+            torch.set_rng_state(checkpoint.rng["torch"])
+            self.history = list(checkpoint.history)
+            self.points = list(checkpoint.points)  # older checkpoints have none
+            self.best_accuracy = float(checkpoint.best_val_accuracy)
+            self.epochs_done = checkpoint.epochs_done
+            where = checkpoint.position
             self.position = None if where is None else Position(**where)
         except Exception as error:
             raise TrainError(
                 f"{self.last_path} cannot be resumed: {devices.one_line(error)}"
             ) from error
-        change = split_change(checkpoint.get("data_split"), self.dataset.split)
+        change = split_change(checkpoint.data_split, self.dataset.split)
         if change is not None:
             raise TrainError(
-                f"{self.last_path} cannot be resumed: {change} Start a new run without --resume."
+                f"{self.last_path} cannot be resumed: {change.sentence} Start a new run without "
+                "--resume."
             )
 
     def save(self, path: Path, position: Position | None = None) -> None:
@@ -304,7 +304,7 @@ class TrainingRun:
             output_lock.remove_leftovers(self.out)
             self.swept = True
         try:
-            checkpoints.save_checkpoint(self.state(position), path)
+            self.checkpoint(position).save(path)
         except checkpoints.CheckpointWriteError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
 

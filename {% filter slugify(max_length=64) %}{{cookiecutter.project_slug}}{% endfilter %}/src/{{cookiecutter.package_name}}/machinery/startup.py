@@ -46,13 +46,17 @@ def _run_folder(cfg: Any) -> Any:
     return replace(cfg, output_dir=run_folders.new_run_folder(runs_dir, run_folders.run_name(cfg)))
 
 
-def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
+def resumed_settings(
+    cfg: Any, explicit: Sequence[str]
+) -> tuple[Any, checkpoints.Checkpoint | None]:
     """``_resumed_settings`` in the first process; under torchrun the others get its result
     (the checkpoint may exist on the first machine only)."""
     return distributed.same_on_all(_resumed_settings, cfg, explicit)
 
 
-def _resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
+def _resumed_settings(
+    cfg: Any, explicit: Sequence[str]
+) -> tuple[Any, checkpoints.Checkpoint | None]:
     """(settings, checkpoint): for ``--resume``, the saved run's settings and its checkpoint;
     otherwise ``cfg`` unchanged and None. Options typed with --resume that differ from the
     saved ones are named in a note: a resumed run keeps its own."""
@@ -62,7 +66,7 @@ def _resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str,
     if not last.exists():
         raise TrainError(f"Nothing to resume: {last} does not exist. Start without --resume.")
     checkpoint = _load(last)
-    saved = checkpoint["config"]
+    saved = checkpoint.config
     _check_saved_settings(saved, last)
     ignored = [n for n in explicit if n in RUN_SETTINGS and getattr(cfg, n) != saved.get(n)]
     if ignored:
@@ -97,12 +101,10 @@ _SAVED_SETTINGS = {
 }
 
 
-def _check_saved_settings(saved: Any, path: Path) -> None:
+def _check_saved_settings(saved: dict[str, Any], path: Path) -> None:
     """TrainError unless every saved setting is one a run can continue with (a checkpoint
     edited by hand, or written by other code, must not end in a traceback mid-run)."""
     fresh = "Start a new run without --resume, or in another --output-dir."
-    if not isinstance(saved, dict):
-        raise TrainError(f"{path} cannot be resumed: its saved settings are unreadable. {fresh}")
     for name, (valid, wanted) in _SAVED_SETTINGS.items():
         if name in saved and not valid(saved[name]):
             raise TrainError(
@@ -111,16 +113,16 @@ def _check_saved_settings(saved: Any, path: Path) -> None:
             )
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> checkpoints.Checkpoint:
     try:
-        state = checkpoints.load_checkpoint(path)
+        checkpoint = checkpoints.Checkpoint.load(path)
     except checkpoints.CheckpointError as error:
         raise TrainError(str(error)) from error
-    needed = ("model", "optimizer", "config", "history", "rng", "epochs_done", "position")
-    missing = [k for k in needed if k not in state]
+    needed = ("optimizer", "config", "history", "rng", "epochs_done", "position")
+    missing = [k for k in needed if k in checkpoint.missing]
     if missing:
         raise TrainError(f"{path} is incomplete (no {', '.join(missing)}); it cannot be resumed.")
-    return state
+    return checkpoint
 
 
 def output_folder(cfg: Any, chosen: bool = True) -> ContextManager[None]:
