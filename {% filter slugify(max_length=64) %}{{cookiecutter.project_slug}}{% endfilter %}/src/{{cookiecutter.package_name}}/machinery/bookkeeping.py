@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -29,6 +29,9 @@ from .optim import one_cycle_lr
 from .ranks import is_main
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
 from .untrusted import printable
+
+if TYPE_CHECKING:  # train.py imports this module
+    from ..train import TrainConfig
 
 LAST = checkpoints.LAST
 BEST = checkpoints.BEST
@@ -66,7 +69,7 @@ class TrainingRun:
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: TrainConfig,
         option: devices.DeviceOption,
         dataset: data.Dataset,
         model: torch.nn.Module,

@@ -20,12 +20,15 @@ import datetime as _dt
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import plots
 from .checkpoints import BEST, LAST
 from .cli import RUNS_DIR
 from .untrusted import printable
+
+if TYPE_CHECKING:  # train.py imports this module
+    from ..train import TrainConfig
 
 COMPARE_PNG = "compare.png"
 MAX_COMPARED = 6  # more lines than this are hard to tell apart in one picture
@@ -58,7 +61,7 @@ def _safe(text: str) -> str:
     return kept.strip("-.")[:40] or "x"
 
 
-def run_name(cfg: Any, now: _dt.datetime | None = None) -> str:
+def run_name(cfg: TrainConfig, now: _dt.datetime | None = None) -> str:
     """``YYYY-MM-DD_HH-MM-SS`` plus each setting that differs from the defaults of
     ``type(cfg)``, e.g. ``2026-03-14_10-09-13_adam_lr0.001``."""
     stamp = (now or _dt.datetime.now()).strftime("%Y-%m-%d_%H-%M-%S")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ContextManager, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Sequence
 
 from .. import data
 from ..datasets import folder, mnist
@@ -23,13 +23,16 @@ from .project import load_project
 from .ranks import current
 from .stopping import TrainError, finite
 
+if TYPE_CHECKING:  # train.py imports this module
+    from ..train import TrainConfig
 
-def run_folder(cfg: Any) -> Any:
+
+def run_folder(cfg: TrainConfig) -> TrainConfig:
     """The run's folder, chosen by the first process under torchrun (``_run_folder``)."""
     return distributed.same_on_all(_run_folder, cfg)
 
 
-def _run_folder(cfg: Any) -> Any:
+def _run_folder(cfg: TrainConfig) -> TrainConfig:
     """``cfg`` with ``output_dir`` set to this run's folder: the one ``--output-dir`` named;
     else, for ``--resume``, the latest run in ``runs_dir``; else a new folder there named
     after the time and the settings that differ from the defaults (see ``run_folders``)."""
@@ -47,16 +50,16 @@ def _run_folder(cfg: Any) -> Any:
 
 
 def resumed_settings(
-    cfg: Any, explicit: Sequence[str]
-) -> tuple[Any, checkpoints.Checkpoint | None]:
+    cfg: TrainConfig, explicit: Sequence[str]
+) -> tuple[TrainConfig, checkpoints.Checkpoint | None]:
     """``_resumed_settings`` in the first process; under torchrun the others get its result
     (the checkpoint may exist on the first machine only)."""
     return distributed.same_on_all(_resumed_settings, cfg, explicit)
 
 
 def _resumed_settings(
-    cfg: Any, explicit: Sequence[str]
-) -> tuple[Any, checkpoints.Checkpoint | None]:
+    cfg: TrainConfig, explicit: Sequence[str]
+) -> tuple[TrainConfig, checkpoints.Checkpoint | None]:
     """(settings, checkpoint): for ``--resume``, the saved run's settings and its checkpoint;
     otherwise ``cfg`` unchanged and None. Options typed with --resume that differ from the
     saved ones are named in a note: a resumed run keeps its own."""
@@ -125,7 +128,7 @@ def _load(path: Path) -> checkpoints.Checkpoint:
     return checkpoint
 
 
-def output_folder(cfg: Any, chosen: bool = True) -> ContextManager[None]:
+def output_folder(cfg: TrainConfig, chosen: bool = True) -> ContextManager[None]:
     """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
     which writes no file. ``chosen``: the user typed --output-dir. Under torchrun rank 0 holds
     it, and a refusal stops every process."""
