@@ -105,6 +105,7 @@ ALWAYS = {
     "src/{pkg}/machinery/project.json",
     "src/{pkg}/machinery/project.py",
     "src/{pkg}/machinery/ranks.py",
+    "src/{pkg}/machinery/metrics.py",
     "src/{pkg}/machinery/plots.py",
     "src/{pkg}/machinery/bookkeeping.py",
     "src/{pkg}/machinery/startup.py",

@@ -23,6 +23,7 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
+    metrics,
     optim,
     output_lock,
     plots,
@@ -184,7 +185,7 @@ def test_the_default_recipe_learns_synthetic_digits_without_a_collapse(
     run = train.setup(cfg, cpu_discovery.options[0], dataset, stopping.StopSignal())
     trained = train.train_epoch(run, 0)
     run.keep_points(0, trained.points)
-    losses = [point["train_loss"] for point in plots.within_epochs(run.points)]
+    losses = [point["train_loss"] for point in metrics.within_epochs(run.points)]
     worst_rise = max(loss - min(losses[:i]) for i, loss in enumerate(losses) if i)
     assert worst_rise < 0.3, losses
     assert losses[-1] < 0.25
@@ -198,7 +199,7 @@ def test_the_short_last_stretch_of_an_epoch_joins_the_one_before():
         for b in range(3, 85, 3)
     ]
     end = {"epoch": 1, "x": 1.0, "loss_sum": 12.8 * 84 + 0.1, "correct": 60 * 84 + 64}
-    rows = plots.within_epochs([*points, {**end, "seen": 64 * 85}])
+    rows = metrics.within_epochs([*points, {**end, "seen": 64 * 85}])
     assert len(rows) == 28 and rows[-1]["epoch"] == 1.0
     assert rows[-1]["train_accuracy"] == pytest.approx((3 * 60 + 64) / (4 * 64))  # 4 batches
     assert all(row["train_accuracy"] == pytest.approx(60 / 64) for row in rows[:-1])

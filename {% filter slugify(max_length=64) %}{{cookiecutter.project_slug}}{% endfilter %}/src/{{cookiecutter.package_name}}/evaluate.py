@@ -27,7 +27,7 @@ import torch
 from . import data
 from .datasets import folder, folder_split, mnist
 from .datasets.folder_split import split_change
-from .machinery import checkpoints, devices, onnx_runtime, plots, run_folders
+from .machinery import checkpoints, devices, metrics, onnx_runtime, plots, run_folders
 from .machinery.cli import (
     add_checkpoint_option,
     add_data_dir_option,
@@ -280,7 +280,7 @@ def format_report(report: Report) -> str:
             ]
         )
     header = "class" if report.classes else "digit"
-    table = plots.format_table(
+    table = metrics.format_table(
         [header, "images", "correct", "accuracy", "most often taken for"], rows
     )
     what = {
@@ -301,9 +301,9 @@ def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Pat
     """test_metrics.json, then the confusion matrix's picture (``suffix`` "_onnx" keeps an
     ONNX model's apart); a picture that cannot be drawn is a note in ``report.notes``, never a
     failed evaluation."""
-    metrics = directory / TEST_METRICS_JSON.replace(".json", f"{suffix}.json")
+    numbers = directory / TEST_METRICS_JSON.replace(".json", f"{suffix}.json")
     text = json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
-    checkpoints.write_text_atomic(metrics, text)
+    checkpoints.write_text_atomic(numbers, text)
     name = plots.dataset_label(report.dataset)
     title = f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n{name}, test set"
     path = directory / plots.CONFUSION_PNG.replace(".png", f"{suffix}.png")
@@ -312,8 +312,8 @@ def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Pat
     )
     if isinstance(drawn, str):
         report.notes.append(drawn)
-        return [metrics]
-    return [drawn, metrics]
+        return [numbers]
+    return [drawn, numbers]
 
 
 def build_parser() -> argparse.ArgumentParser:

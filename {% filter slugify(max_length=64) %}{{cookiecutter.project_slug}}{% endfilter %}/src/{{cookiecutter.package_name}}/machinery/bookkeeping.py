@@ -22,7 +22,7 @@ import torch
 
 from .. import data
 from ..datasets.folder_split import split_change
-from . import checkpoints, devices, distributed, output_lock, plots, run_folders
+from . import checkpoints, devices, distributed, metrics, output_lock, plots, run_folders
 from .console import print_epoch, say
 from .epoch_meter import EpochMeter, EpochTraining, Position
 from .optim import one_cycle_lr
@@ -315,11 +315,11 @@ class TrainingRun:
         if not is_main():
             return []
         try:
-            within = plots.within_epochs(self.points)
+            within = metrics.within_epochs(self.points)
             config = {n: getattr(self.cfg, n) for n in RUN_SETTINGS}
             config["peak_lr"] = self.cfg.peak_lr  # what a run with the default lr used
             extra = {**(extra or {}), "config": config, "within_epochs": within}
-            files = plots.write_metrics(self.history, self.out, self.dataset.name, extra)
+            files = metrics.write_metrics(self.history, self.out, self.dataset.name, extra)
         except OSError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
         # Pictures come last and never stop a run: what failed is said once, the run goes on.

@@ -31,7 +31,7 @@ from typing import Iterator
 
 import filelock
 
-from . import checkpoints, plots
+from . import checkpoints, metrics, plots
 from .stopping import TrainError
 from .untrusted import printable
 
@@ -41,8 +41,8 @@ HOLDER_NAME = ".training.holder.json"  # who holds the lock, for the refusal's s
 OWN_FILES = (
     checkpoints.LAST,
     checkpoints.BEST,
-    plots.METRICS_CSV,
-    plots.METRICS_JSON,
+    metrics.METRICS_CSV,
+    metrics.METRICS_JSON,
     plots.CURVES_PNG,
     plots.CONFUSION_PNG,
     "test_metrics.json",  # evaluate's

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from . import plots
+from . import metrics, plots
 from .checkpoints import BEST, LAST
 from .cli import RUNS_DIR
 from .untrusted import printable
@@ -170,18 +170,18 @@ def _read(folder: Path) -> ComparedRun | str | None:
     """The run's curves from its metrics.json; None for a run without epochs yet; a reason
     when the file cannot be used (edited by hand, written by other code, half copied)."""
     try:
-        metrics = plots.read_metrics(folder)
+        saved = metrics.read_metrics(folder)
     except FileNotFoundError:  # a run stopped before its first epoch ended
         return None
     except (OSError, ValueError) as error:
-        return f"its {plots.METRICS_JSON} cannot be read ({type(error).__name__})"
-    if not isinstance(metrics, dict):
-        return f"its {plots.METRICS_JSON} holds no run's metrics"
-    epochs = _rows(metrics.get("epochs"), _NUMBERS)
-    within = _rows(metrics.get("within_epochs", []), _WITHIN)
-    config = metrics.get("config")
+        return f"its {metrics.METRICS_JSON} cannot be read ({type(error).__name__})"
+    if not isinstance(saved, dict):
+        return f"its {metrics.METRICS_JSON} holds no run's metrics"
+    epochs = _rows(saved.get("epochs"), _NUMBERS)
+    within = _rows(saved.get("within_epochs", []), _WITHIN)
+    config = saved.get("config")
     if not isinstance(config, dict) or epochs is None or within is None:
-        return f"its {plots.METRICS_JSON} is not one this project writes"
+        return f"its {metrics.METRICS_JSON} is not one this project writes"
     if not epochs:
         return None
     return ComparedRun(folder, config, list(epochs), list(within))
