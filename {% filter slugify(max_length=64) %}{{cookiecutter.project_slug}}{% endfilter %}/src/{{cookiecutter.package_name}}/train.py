@@ -11,10 +11,11 @@ built, once; the data lives on the device and batches are cut there; nothing is 
 the device inside the loop except every ``log_interval`` batches; everything stays float32.
 
 The bookkeeping sits behind one call each, in ``machinery/``: the device choice
-(``devices``), checkpoints and exact resume (``bookkeeping.TrainingRun``), Ctrl+C and the NaN guard
-(``stopping``), each run's own folder in runs/ and the picture comparing them (``run_folders``),
-the progress bar and printed lines (``console``), metrics files and curves
-(``plots``), the optimizers (``optim``) and the command line (``train_command``).
+(``devices``), checkpoints and exact resume (``bookkeeping.TrainingRun``), Ctrl+C and the NaN
+guard (``stopping``), each run's own folder in runs/ and the picture comparing them
+(``run_folders``), the progress bar and printed lines (``console``), metrics files
+(``metrics``) and curves (``plots``), the optimizers (``optim``) and the command line
+(``train_command``).
 
 The same module trains with several processes when ``torchrun`` starts it (one per GPU, or
 several on the CPU): ``torchrun --standalone --nproc-per-node=2 -m <package>.train``. The few
