@@ -17,7 +17,8 @@ import wine_python
 from conftest import PROJECT_TEMPLATE, STACKS, TEMPLATE_DIR
 
 TOOL = TEMPLATE_DIR / "tools" / "list_directml_ops.py"
-SHIPPED = PROJECT_TEMPLATE / "tests" / "data" / "directml_ops.txt"
+PACKAGE = PROJECT_TEMPLATE / "src" / "{{cookiecutter.package_name}}"
+SHIPPED = PACKAGE / "machinery" / "directml_ops.txt"
 PIN = STACKS["directml"]["pins"]["torch-directml"]
 
 

@@ -98,7 +98,7 @@ ALWAYS = {
     "src/{pkg}/machinery/distributed.py",
     "src/{pkg}/machinery/epoch_meter.py",
     "src/{pkg}/machinery/onnx_runtime.py",
-    "tests/data/directml_ops.txt",
+    "src/{pkg}/machinery/directml_ops.txt",
     "src/{pkg}/machinery/optim.py",
     "src/{pkg}/machinery/output_lock.py",
     "src/{pkg}/machinery/page_server.py",

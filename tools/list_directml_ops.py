@@ -7,7 +7,7 @@ Usage (standard library only; runs on Windows, Linux and macOS; no torch, no GPU
 
 ``--download`` runs ``python -m pip download torch-directml==0.2.5.dev240914 --no-deps
 --platform win_amd64 --python-version 3.11 --only-binary=:all:`` into a temporary folder. The
-list goes to the generated project's ``tests/data/directml_ops.txt`` in this template
+list goes to the generated project's ``src/<package>/machinery/directml_ops.txt`` here
 (``--output`` changes that, ``-`` prints it): one ``aten::name`` or ``aten::name.overload`` per
 line, sorted, after a few ``#`` comment lines.
 The generated project's ``tests/test_directml_ops.py`` reads it to prove that a training step
@@ -498,7 +498,7 @@ def default_output() -> Path:
     projects = sorted(template.glob("*cookiecutter.project_slug*"))
     if len(projects) != 1:
         raise SystemExit(f"cannot find the project template in {template}; pass --output")
-    return projects[0] / "tests" / "data" / "directml_ops.txt"
+    return projects[0] / "src" / "{{cookiecutter.package_name}}" / "machinery" / "directml_ops.txt"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """No CPU fallback on DirectML, checked on the CPU.
 
-``data/directml_ops.txt`` (read from the registrations in the native module of the
+``machinery/directml_ops.txt`` (read from the registrations in the native module of the
 torch-directml 0.2.5 Windows wheel) lists every aten operator that has a DirectML (PrivateUse1)
 kernel. Here a
 ``TorchDispatchMode`` records the aten overloads that one training step and one evaluation
@@ -68,7 +68,7 @@ from {{ cookiecutter.package_name }}.train import (
     train_step,
 )
 
-OPS_FILE = Path(__file__).parent / "data" / "directml_ops.txt"
+OPS_FILE = Path(data.__file__).parent / "machinery" / "directml_ops.txt"
 LINE = re.compile(r"^aten::[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?$")
 
 # Composite kernels tried in the dispatcher's order for a backend without its own kernel.
