@@ -150,6 +150,7 @@ def test_an_unreadable_lock_nobody_holds_does_not_block(
     write_lock(tmp_path, content)
     result = run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
     assert [row["epoch"] for row in result.history] == [1]
+    assert not (tmp_path / output_lock.LOCK_NAME).exists()
     assert not (tmp_path / output_lock.HOLDER_NAME).exists()
 
 
@@ -173,6 +174,7 @@ def test_resume_after_a_full_disk_left_an_empty_lock(
     write_lock(tmp_path, "")
     result = run(tiny_config(tmp_path, resume=True), tiny_dataset, cpu_discovery)
     assert [row["epoch"] for row in result.history] == [1]  # continued, not refused
+    assert not (tmp_path / output_lock.LOCK_NAME).exists()
     assert not (tmp_path / output_lock.HOLDER_NAME).exists()
 
 

@@ -426,8 +426,7 @@ def test_runs_into_a_folder_in_use_are_refused_and_change_nothing(
         assert "Another training run (process" in result.stderr
         assert "Traceback" not in result.stderr
     assert (out / "last.pt").read_bytes() == before
-    left = {p.name for p in out.iterdir()} - {output_lock.LOCK_NAME}  # locks nothing now
-    assert sorted(left) == ["last.pt"]  # the claim went with its run
+    assert sorted(p.name for p in out.iterdir()) == ["last.pt"]  # the lock went with its run
 
 
 def test_a_lock_left_by_a_dead_run_is_taken_over_and_its_leftovers_removed(
@@ -451,6 +450,7 @@ def test_a_lock_left_by_a_dead_run_is_taken_over_and_its_leftovers_removed(
     result = run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
     assert [row["epoch"] for row in result.history] == [1]
     assert not leftover.exists()
+    assert not (tmp_path / output_lock.LOCK_NAME).exists()
     assert not (tmp_path / output_lock.HOLDER_NAME).exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 

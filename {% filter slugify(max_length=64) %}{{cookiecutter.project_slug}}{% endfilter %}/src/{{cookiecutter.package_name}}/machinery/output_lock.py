@@ -210,7 +210,7 @@ def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
         lock = _acquire(folder, chosen)
     except OSError as error:  # a name too long, a folder the user may not enter, read-only
         if new_folder:
-            _remove_if_empty(folder)
+            _remove(folder)
         reason = error.strerror or str(error)
         advice = (
             "Choose another one with --output-dir."
@@ -224,19 +224,20 @@ def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
     try:
         yield
     finally:
-        with contextlib.suppress(OSError):
-            (folder / HOLDER_NAME).unlink()
+        # The files go while the lock is still held, so that no other run locks a file that
+        # is about to go (Windows cannot remove an open file: filelock removes it, unlocked).
+        for name in (HOLDER_NAME, LOCK_NAME):
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
         if lock is not None:
             lock.release()
         if new_folder:  # a run that failed before writing anything leaves no empty folder
-            _remove_if_empty(folder)
+            _remove(folder)
 
 
-def _remove_if_empty(folder: Path) -> None:
-    """Remove ``folder`` if it holds nothing but the lock file (which Windows removes with its
-    lock already)."""
+def _remove(folder: Path) -> None:
+    """Remove a folder this run created, if nothing but its lock file is in it."""
     with contextlib.suppress(OSError):
-        if set(os.listdir(folder)) <= {LOCK_NAME}:
-            with contextlib.suppress(FileNotFoundError):
-                (folder / LOCK_NAME).unlink()
-            folder.rmdir()
+        (folder / LOCK_NAME).unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
