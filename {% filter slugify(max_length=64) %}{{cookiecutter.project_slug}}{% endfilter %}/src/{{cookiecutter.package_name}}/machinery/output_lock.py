@@ -148,16 +148,21 @@ def _alive_here(holder: dict) -> bool:
 def _acquire(folder: Path, chosen: bool) -> filelock.BaseFileLock | None:
     """The folder's lock, held; None on a file system without locks, where the holder's
     process id decides instead. OutputFolderInUse when a live run holds it."""
-    lock = filelock.FileLock(str(folder / LOCK_NAME))
-    try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        raise _in_use(folder, chosen) from None
-    except NotImplementedError:  # older filelock versions on a file system without flock
-        if _alive_here(_holder(folder)):
+    path = folder / LOCK_NAME
+    for _ in range(5):
+        lock = filelock.FileLock(str(path))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
             raise _in_use(folder, chosen) from None
-        return None
-    return lock
+        except NotImplementedError:  # older filelock versions on a file system without flock
+            if _alive_here(_holder(folder)):
+                raise _in_use(folder, chosen) from None
+            return None
+        if path.exists():
+            return lock
+        lock.release()  # a run that just ended removed the file locked here: lock the new one
+    raise _in_use(folder, chosen)
 
 
 # ------------------------------------------------------------------ leftovers of dead runs
