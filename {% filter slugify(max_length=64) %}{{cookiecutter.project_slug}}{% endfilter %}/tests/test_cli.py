@@ -497,3 +497,18 @@ def test_momentum_and_runs_dir_reach_the_run(tmp_path):
     ((cfg, explicit),) = seen
     assert (cfg.momentum, cfg.runs_dir, cfg.optimizer) == (0.5, tmp_path, "adam")
     assert sorted(explicit) == ["momentum", "optimizer", "runs_dir"]
+
+
+def test_a_setting_added_to_train_config_gets_its_option_typed_by_its_annotation():
+    @dataclasses.dataclass
+    class Config(train.TrainConfig):
+        label_smoothing: float = 0.1
+        warmup_epochs: int = 0
+        mixed: bool = False
+
+    parser = train_command.build_parser(Config)
+    args = parser.parse_args(["--label-smoothing", "0.2", "--warmup-epochs", "3", "--mixed"])
+    assert (args.label_smoothing, args.warmup_epochs, args.mixed) == (0.2, 3, True)
+    assert parser.parse_args([]).label_smoothing == 0.1
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--warmup-epochs", "many"])
