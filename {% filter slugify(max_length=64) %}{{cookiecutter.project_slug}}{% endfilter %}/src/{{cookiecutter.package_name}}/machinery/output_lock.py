@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-import filelock
+import filelock  # installed with torch (a dependency of every torch release here)
 
 from . import checkpoints, metrics, plots
 from .stopping import TrainError
