@@ -169,3 +169,50 @@ def test_to_cpu_copies_nested_containers():
     moved = checkpoints.to_cpu(value)
     assert moved["a"][0].requires_grad is False and isinstance(moved["a"][1], tuple)
     assert moved["b"] == "s"
+
+
+# --------------------------------------------------------------------------------------------
+# The checkpoint a run saves, as evaluate, export, draw and --resume read it
+
+
+def test_a_checkpoint_reads_back_as_it_was_saved(tmp_path):
+    saved = checkpoints.Checkpoint(
+        model=LeNet5().state_dict(),
+        config={"dataset": "folder:/photos", "epochs": 5},
+        data_split={"classes": ["cat", "dog"]},
+        epochs_done=3,
+        history=[{"epoch": 1}, {"epoch": 2}, {"epoch": 3}],
+    )
+    saved.save(tmp_path / "best.pt")
+    loaded = checkpoints.Checkpoint.load(tmp_path / "best.pt")
+    assert loaded.missing == ()
+    assert (loaded.dataset, loaded.classes, loaded.epochs_done) == (
+        "folder:/photos",
+        ["cat", "dog"],
+        3,
+    )
+    assert loaded.history == saved.history
+    assert loaded.which_epoch(tmp_path / "best.pt") == (
+        "the model after epoch 3 of 5, the best validation accuracy"
+    )
+    assert loaded.which_epoch(tmp_path / "last.pt") == "the model after epoch 3 of 5"
+
+
+def test_entries_an_older_or_edited_file_lacks_are_named_and_never_raise(tmp_path):
+    """Entries of the wrong type count as missing: the readers need no checks of their own."""
+    state = {"model": LeNet5().state_dict(), "config": "mnist", "epochs_done": True}
+    state["data_split"] = {"classes": "not a list"}
+    checkpoints.save_checkpoint(state, tmp_path / "old.pt")
+    loaded = checkpoints.Checkpoint.load(tmp_path / "old.pt")
+    assert {"config", "epochs_done", "optimizer", "rng", "position"} <= set(loaded.missing)
+    assert (loaded.dataset, loaded.classes, loaded.which_epoch(tmp_path / "old.pt")) == (
+        "mnist",
+        None,
+        "",
+    )
+
+
+def test_a_file_without_a_model_is_one_sentence(tmp_path):
+    checkpoints.save_checkpoint({"config": {}}, tmp_path / "empty.pt")
+    with pytest.raises(checkpoints.CheckpointError, match="holds no model; use a best.pt"):
+        checkpoints.Checkpoint.load(tmp_path / "empty.pt")

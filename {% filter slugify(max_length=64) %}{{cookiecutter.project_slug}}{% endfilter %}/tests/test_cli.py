@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 
@@ -23,6 +24,7 @@ from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     cli,
     devices,
+    train_command,
 )
 
 
@@ -70,6 +72,7 @@ def test_help_states_the_defaults(capsys):
         (["--batch-size", "many"], "is not a whole number"),
         (["--lr", "-1"], "must be a positive number"),
         (["--lr", "nan"], "must be a positive number"),
+        (["--momentum", "-0.1"], "--momentum: must be zero or a positive number, not -0.1"),
         (["--optimizer", "lbfgs"], "invalid choice"),
         (["--dataset", "cifar"], "'cifar' is not a dataset"),
         (["--seed", "99999999999999999999999"], "must be a whole number from 0 to"),
@@ -478,3 +481,41 @@ def test_without_a_trained_model_every_command_says_the_same_and_what_to_run(
     assert said[0].startswith(f"error: There is no trained model in {tmp_path} yet")
     assert f"python -m {train.__package__}.train --output-dir {tmp_path} (MNIST)" in said[0]
     assert "--dataset synthetic" in said[0] and "--checkpoint FILE" in said[0]
+
+
+def test_every_setting_of_train_config_is_an_option_with_its_default(monkeypatch, capsys):
+    """A setting added to TrainConfig gets its option: none is left out (--momentum was)."""
+    parser, text = parser_and_help(train.main, monkeypatch, capsys)
+    options = {action.dest: action for action in parser._actions}
+    defaults = train.TrainConfig()
+    for setting in dataclasses.fields(train.TrainConfig):
+        assert setting.name in options, f"train has no option for {setting.name}"
+        assert options[setting.name].default == getattr(defaults, setting.name), setting.name
+        assert "--" + setting.name.replace("_", "-") in text
+
+
+def test_momentum_and_runs_dir_reach_the_run(tmp_path):
+    seen = []
+    argv = ["--momentum", "0.5", "--runs-dir", str(tmp_path), "--optimizer", "adam"]
+    code = train_command.main(
+        argv, lambda cfg, explicit: seen.append((cfg, explicit)), train.TrainConfig
+    )
+    assert code == 0
+    ((cfg, explicit),) = seen
+    assert (cfg.momentum, cfg.runs_dir, cfg.optimizer) == (0.5, tmp_path, "adam")
+    assert sorted(explicit) == ["momentum", "optimizer", "runs_dir"]
+
+
+def test_a_setting_added_to_train_config_gets_its_option_typed_by_its_annotation():
+    @dataclasses.dataclass
+    class Config(train.TrainConfig):
+        label_smoothing: float = 0.1
+        warmup_epochs: int = 0
+        mixed: bool = False
+
+    parser = train_command.build_parser(Config)
+    args = parser.parse_args(["--label-smoothing", "0.2", "--warmup-epochs", "3", "--mixed"])
+    assert (args.label_smoothing, args.warmup_epochs, args.mixed) == (0.2, 3, True)
+    assert parser.parse_args([]).label_smoothing == 0.1
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--warmup-epochs", "many"])

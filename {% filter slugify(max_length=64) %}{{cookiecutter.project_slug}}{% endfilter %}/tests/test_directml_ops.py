@@ -1,7 +1,8 @@
 """No CPU fallback on DirectML, checked on the CPU.
 
-``directml_ops.txt`` (written by ``tools/list_directml_ops.py`` from the torch-directml 0.2.5
-Windows wheel) lists every aten operator that has a DirectML (PrivateUse1) kernel. Here a
+``machinery/directml_ops.txt`` (read from the registrations in the native module of the
+torch-directml 0.2.5 Windows wheel) lists every aten operator that has a DirectML (PrivateUse1)
+kernel. Here a
 ``TorchDispatchMode`` records the aten overloads that one training step and one evaluation
 step execute on CPU tensors, with the optimizer built exactly as for DirectML, and each is
 routed the way torch 2.4.1's dispatcher routes it for a privateuseone tensor:

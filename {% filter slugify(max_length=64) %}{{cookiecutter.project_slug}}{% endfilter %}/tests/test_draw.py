@@ -27,6 +27,7 @@ from {{ cookiecutter.package_name }}.datasets import (
     handwriting,
 )
 from {{ cookiecutter.package_name }}.machinery import (
+    checkpoints,
     devices,
     page_server,
 )
@@ -416,10 +417,11 @@ def test_many_large_drawings_at_once_are_refused_or_decoded_a_few_at_a_time(serv
 
 
 def test_a_model_of_your_own_classes_answers_with_their_names(reader, capsys):
-    state = {
-        "config": {"dataset": "folder:/photos/shapes"},
-        "data_split": {"classes": ["circle", "cross", "\x1b[2Jsquare"]},
-    }
+    state = checkpoints.Checkpoint(
+        model={},
+        config={"dataset": "folder:/photos/shapes"},
+        data_split={"classes": ["circle", "cross", "\x1b[2Jsquare"]},
+    )
     note = draw.trained_on_note(state)
     assert note == (
         "this model learned your own pictures, not digits: it answers circle, cross, "
@@ -433,5 +435,5 @@ def test_a_model_of_your_own_classes_answers_with_their_names(reader, capsys):
     assert answer["classes"] == ["circle", "cross", "\x1b[2Jsquare"]  # JSON: the page escapes
     digits = draw.Reader(reader.model, reader.device).read(canvas)
     assert digits["classes"] == [str(d) for d in range(10)]
-    old = {"config": {"dataset": "folder:/photos/shapes"}}  # saved before classes were kept
+    old = checkpoints.Checkpoint({}, {"dataset": "folder:/photos/shapes"})  # older: no classes
     assert "does not name their classes" in draw.trained_on_note(old)

@@ -15,7 +15,7 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
-    reporting,
+    plots,
 )
 
 
@@ -156,7 +156,7 @@ def test_a_few_errors_next_to_a_thousand_correct_are_visible_and_counted():
     for digit in range(10):
         matrix[digit][digit] = 970 + 10 * digit  # MNIST's test set: about 1,000 per digit
     matrix[4][9], matrix[7][2], matrix[9][4] = 7, 1, 3
-    figure = reporting.confusion_figure(matrix, "Confusion matrix: 99.89% correct\nMNIST")
+    figure = plots.confusion_figure(matrix, "Confusion matrix: 99.89% correct\nMNIST")
     colours = cell_colours(figure, [(4, 9), (7, 2), (0, 1), (3, 3)])
     empty = colours[(0, 1)]
     assert np.abs(colours[(4, 9)] - empty).max() > 0.5  # the worst confusion stands out
@@ -171,9 +171,9 @@ def test_the_confusion_title_names_the_dataset(
     trained_run, tiny_dataset, cpu_discovery, tmp_path, monkeypatch
 ):
     titles = []
-    plot = reporting.plot_confusion
+    plot = plots.plot_confusion
     monkeypatch.setattr(
-        reporting,
+        plots,
         "plot_confusion",
         lambda m, p, title, *names: titles.append(title) or plot(m, p, title, *names),
     )

@@ -45,7 +45,7 @@ def predict():
 def exported(trained_run, tmp_path_factory):
     """model.onnx of the trained run's best.pt, in a folder of its own."""
     folder = tmp_path_factory.mktemp("exported")
-    state = checkpoints.load_checkpoint(trained_run / "best.pt")
+    state = checkpoints.Checkpoint.load(trained_run / "best.pt")
     export.export(state, trained_run / "best.pt", folder / export.ONNX_NAME)
     return folder / export.ONNX_NAME
 
@@ -68,7 +68,7 @@ def test_the_model_file_has_a_fixed_input_the_opset_and_what_a_program_needs(exp
 
 
 def test_onnx_runtime_computes_what_torch_computes(trained_run, exported, tiny_dataset):
-    state = checkpoints.load_checkpoint(trained_run / "best.pt")
+    state = checkpoints.Checkpoint.load(trained_run / "best.pt")
 
     result = export.compare(state, trained_run / "best.pt", exported, tiny_dataset.test)
 

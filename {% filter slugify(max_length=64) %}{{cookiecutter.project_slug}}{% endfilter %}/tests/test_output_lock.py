@@ -61,12 +61,17 @@ with output_lock.claim(Path(sys.argv[1])):
 """
 
 
+def write_holder(folder: Path, content: str | bytes) -> Path:
+    """What a run says about itself in the folder it holds."""
+    holder = folder / output_lock.HOLDER_NAME
+    holder.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+    return holder
+
+
 def write_lock(folder: Path, content: str | bytes) -> Path:
-    lock = folder / output_lock.LOCK_NAME
-    if isinstance(content, str):
-        content = content.encode("utf-8")
-    lock.write_bytes(content)
-    return lock
+    """The lock file and the holder's file as a run that died left them (nobody holds them)."""
+    (folder / output_lock.LOCK_NAME).write_bytes(b"")
+    return write_holder(folder, content)
 
 
 # -------------------------------------------------------------------- the user's own files
@@ -148,6 +153,7 @@ def test_an_unreadable_lock_nobody_holds_does_not_block(
     result = run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
     assert [row["epoch"] for row in result.history] == [1]
     assert not (tmp_path / output_lock.LOCK_NAME).exists()
+    assert not (tmp_path / output_lock.HOLDER_NAME).exists()
 
 
 @pytest.mark.slow
@@ -173,6 +179,7 @@ def test_resume_after_a_full_disk_left_an_empty_lock(
     result = run(tiny_config(tmp_path, resume=True), tiny_dataset, cpu_discovery)
     assert [row["epoch"] for row in result.history] == [1]  # continued, not refused
     assert not (tmp_path / output_lock.LOCK_NAME).exists()
+    assert not (tmp_path / output_lock.HOLDER_NAME).exists()
 
 
 def test_a_live_run_is_refused_and_its_lock_text_cannot_control_the_terminal(
@@ -184,7 +191,7 @@ def test_a_live_run_is_refused_and_its_lock_text_cannot_control_the_terminal(
         "started": "x" * 2000,  # quoted only in part
     }
     with output_lock.claim(tmp_path):  # a live run holds the folder
-        write_lock(tmp_path, json.dumps(hostile))  # and its lock says this
+        write_holder(tmp_path, json.dumps(hostile))  # and its holder's file says this
         with pytest.raises(output_lock.OutputFolderInUse) as caught:
             run(tiny_config(tmp_path, epochs=1), tiny_dataset, cpu_discovery)
     message = str(caught.value)
@@ -225,7 +232,7 @@ def test_a_lock_held_by_a_live_process_blocks_even_if_its_text_is_empty(tmp_path
     )
     try:
         assert holder.stdout.readline().strip() == b"held"
-        write_lock(tmp_path, "")  # the holder's text is lost; its lock is not
+        write_holder(tmp_path, "")  # the holder's text is lost; its lock is not
         in_use = pytest.raises(output_lock.OutputFolderInUse, match=r"process \? on \?")
         with in_use, output_lock.claim(tmp_path):
             pass
@@ -234,6 +241,40 @@ def test_a_lock_held_by_a_live_process_blocks_even_if_its_text_is_empty(tmp_path
         holder.wait(timeout=child_limit)
     with output_lock.claim(tmp_path):  # released with its run: the folder is free again
         pass
+
+
+def test_a_run_killed_while_it_holds_the_folder_blocks_nothing(tmp_path, child_limit):
+    """kill -9 (or a crash, a closed lid) gives no run a chance to clean up: the operating
+    system releases its lock, and the next run takes the folder over."""
+    src = Path(output_lock.__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
+    }
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert holder.stdout.readline().strip() == b"held"
+    said = json.loads((tmp_path / output_lock.HOLDER_NAME).read_text(encoding="utf-8"))
+    assert said["pid"] == holder.pid
+    holder.kill()
+    holder.wait(timeout=child_limit)
+    holder.stdin.close()
+    holder.stdout.close()
+    deadline = time.monotonic() + 10  # Windows unlocks a dead process's files soon, not at once
+    while True:
+        try:
+            with output_lock.claim(tmp_path):
+                said = json.loads((tmp_path / output_lock.HOLDER_NAME).read_text(encoding="utf-8"))
+            break
+        except output_lock.OutputFolderInUse:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    assert said["pid"] == os.getpid()
 
 
 # --------------------------------------------------------------- folders that cannot be used

@@ -17,8 +17,8 @@ from {{ cookiecutter.package_name }} import (
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     devices,
-    reporting,
-    runs,
+    plots,
+    run_folders,
     stopping,
 )
 
@@ -60,10 +60,10 @@ def test_a_second_run_keeps_the_first_one_and_its_folder_says_what_changed(two_r
 def test_the_runs_are_drawn_together_labelled_by_what_differs(two_runs):
     runs_dir, first, second, _ = two_runs
     assert first.compared is None  # alone, there is nothing to compare
-    assert second.compared == runs_dir / runs.COMPARE_PNG
+    assert second.compared == runs_dir / run_folders.COMPARE_PNG
     assert second.compared.read_bytes().startswith(b"\x89PNG")
-    found = [runs._read(folder) for folder in runs.runs_in(runs_dir)]
-    runs.label_runs(found)
+    found = [run_folders._read(folder) for folder in run_folders.runs_in(runs_dir)]
+    run_folders.label_runs(found)
     assert [r.label for r in found] == ["sgd, lr 0.05", "adam, lr 0.002"]
 
 
@@ -92,9 +92,9 @@ def test_the_latest_run_is_the_one_trained_last_not_the_last_name(tmp_path):
         stamp = time.time() - 1000 + age
         os.utime(runs_dir / name / "last.pt", (stamp, stamp))
     (runs_dir / "not-a-run").mkdir()
-    assert runs.latest_run(runs_dir) == runs_dir / "my-own-name"
+    assert run_folders.latest_run(runs_dir) == runs_dir / "my-own-name"
     assert evaluate.find_checkpoint(runs_dir) == runs_dir / "my-own-name" / "last.pt"
-    assert runs.latest_run(tmp_path / "nothing-here") is None
+    assert run_folders.latest_run(tmp_path / "nothing-here") is None
 
 
 def test_resume_with_no_run_says_what_to_do(tmp_path, tiny_dataset, cpu_discovery):
@@ -107,13 +107,13 @@ def test_resume_with_no_run_says_what_to_do(tmp_path, tiny_dataset, cpu_discover
 
 
 def test_run_names_say_what_differs_and_are_safe_on_windows(tmp_path):
-    assert runs.run_name(train.TrainConfig(), NOW) == "2026-03-14_10-09-13"
+    assert run_folders.run_name(train.TrainConfig(), NOW) == "2026-03-14_10-09-13"
     cfg = train.TrainConfig(optimizer="adam", lr=0.001, epochs=10, dataset="folder:C:\\my pics")
-    name = runs.run_name(cfg, NOW)
+    name = run_folders.run_name(cfg, NOW)
     assert name.startswith("2026-03-14_10-09-13_adam_lr0.001_10epochs_folder-C-")
     assert not set(name) & set(':\\/*?"<>| ')
     (tmp_path / name).mkdir()  # a name the file system accepts
-    assert runs.new_run_folder(tmp_path, name) == tmp_path / f"{name}-2"
+    assert run_folders.new_run_folder(tmp_path, name) == tmp_path / f"{name}-2"
 
 
 @pytest.mark.slow
@@ -129,7 +129,7 @@ def test_the_comparison_names_each_run_in_its_legend(tmp_path):
     history = [{"epoch": 1, "val_loss": 0.2, "val_accuracy": 0.95}]
     history += [{"epoch": 2, "val_loss": 0.1, "val_accuracy": 1.0}]  # no error: on the floor
     within = [{"epoch": 0.5, "train_loss": 0.6, "train_accuracy": 0.8}]
-    figure = reporting.comparison_figure(
+    figure = plots.comparison_figure(
         [("sgd, lr 0.05", history, within), ("adam, lr 0.002", history, within)], "Runs"
     )
     loss_ax, error_ax = figure.axes[:2]
@@ -176,7 +176,7 @@ def test_a_run_whose_metrics_cannot_be_read_is_left_out_with_one_line(tmp_path):
     _fake_run(runs_dir, "f-lr-text", _metrics(peak_lr="fast"), age=6)
     _fake_run(runs_dir, "g-garbled", "{not json", age=7)
     said = []
-    assert runs.compare(runs_dir, said.append) == runs_dir / runs.COMPARE_PNG
+    assert run_folders.compare(runs_dir, said.append) == runs_dir / run_folders.COMPARE_PNG
     assert said == [
         f"note: {name} is left out of compare.png: its metrics.json {why}."
         for name, why in [
@@ -192,10 +192,10 @@ def test_a_dollar_in_a_folder_name_is_drawn_as_written(tmp_path):
     runs_dir = tmp_path / "runs"
     _fake_run(runs_dir, "one", _metrics(dataset="folder:/data/sh$\\foo$pes"), age=1)
     _fake_run(runs_dir, "two", _metrics(dataset="folder:/data/$x$", seed=2), age=2)
-    assert runs.compare(runs_dir) == runs_dir / runs.COMPARE_PNG
+    assert run_folders.compare(runs_dir) == runs_dir / run_folders.COMPARE_PNG
     title = "LeNet-5 on your images (sh$\\foo$pes) - cpu"
     row = {"epoch": 1, "train_loss": 0.5, "train_accuracy": 0.8}
-    figure = reporting.curves_figure([{**row, "val_loss": 0.3, "val_accuracy": 0.9}], title)
+    figure = plots.curves_figure([{**row, "val_loss": 0.3, "val_accuracy": 0.9}], title)
     figure.canvas.draw()  # mathtext would raise here
     assert figure.texts[0].get_text() == "LeNet-5 on your images (sh\\$\\foo\\$pes) - cpu"
 
@@ -207,7 +207,7 @@ def test_a_picture_that_cannot_be_drawn_never_fails_the_run(
     def broken(*args, **kwargs):
         raise ValueError("no font for this title")
 
-    monkeypatch.setattr(reporting, "plot_curves", broken)
+    monkeypatch.setattr(plots, "plot_curves", broken)
     cfg = train.TrainConfig(epochs=2, dataset="synthetic", device="cpu", batch_size=256)
     result = train.train(
         replace(cfg, runs_dir=tmp_path / "runs"), discovery=cpu_discovery, dataset=tiny_dataset
@@ -233,5 +233,5 @@ def test_a_run_removed_while_the_runs_are_listed_is_no_crash(tmp_path, monkeypat
         return found
 
     monkeypatch.setattr(type(going), "stat", removed_right_after)
-    assert runs.runs_in(runs_dir) in ([kept], [kept, going])
-    assert runs.compare(runs_dir) in (None, runs_dir / runs.COMPARE_PNG)
+    assert run_folders.runs_in(runs_dir) in ([kept], [kept, going])
+    assert run_folders.compare(runs_dir) in (None, runs_dir / run_folders.COMPARE_PNG)

@@ -23,9 +23,10 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
+    metrics,
     optim,
     output_lock,
-    reporting,
+    plots,
     stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -189,7 +190,7 @@ def test_the_default_recipe_learns_synthetic_digits_without_a_collapse(
     run = train.setup(cfg, cpu_discovery.options[0], dataset, stopping.StopSignal())
     trained = train.train_epoch(run, 0)
     run.keep_points(0, trained.points)
-    losses = [point["train_loss"] for point in reporting.within_epochs(run.points)]
+    losses = [point["train_loss"] for point in metrics.within_epochs(run.points)]
     worst_rise = max(loss - min(losses[:i]) for i, loss in enumerate(losses) if i)
     assert worst_rise < 0.3, losses
     assert losses[-1] < 0.25
@@ -203,7 +204,7 @@ def test_the_short_last_stretch_of_an_epoch_joins_the_one_before():
         for b in range(3, 85, 3)
     ]
     end = {"epoch": 1, "x": 1.0, "loss_sum": 12.8 * 84 + 0.1, "correct": 60 * 84 + 64}
-    rows = reporting.within_epochs([*points, {**end, "seen": 64 * 85}])
+    rows = metrics.within_epochs([*points, {**end, "seen": 64 * 85}])
     assert len(rows) == 28 and rows[-1]["epoch"] == 1.0
     assert rows[-1]["train_accuracy"] == pytest.approx((3 * 60 + 64) / (4 * 64))  # 4 batches
     assert all(row["train_accuracy"] == pytest.approx(60 / 64) for row in rows[:-1])
@@ -218,12 +219,12 @@ def test_the_curves_show_loss_and_error_on_log_scales():
         {"epoch": e, "train_loss": loss, "val_loss": loss, "train_accuracy": a, "val_accuracy": a}
         for e, loss, a in rows
     ]
-    figure = reporting.curves_figure(history, "LeNet-5 on MNIST")
+    figure = plots.curves_figure(history, "LeNet-5 on MNIST")
     loss_ax, error_ax = figure.axes
     assert loss_ax.get_yscale() == error_ax.get_yscale() == "log"
     assert error_ax.get_ylabel().startswith("error = 100 % - accuracy")
     validation = error_ax.lines[-1]
-    assert list(validation.get_ydata()) == pytest.approx([5.0, 1.0, reporting.ERROR_FLOOR])
+    assert list(validation.get_ydata()) == pytest.approx([5.0, 1.0, plots.ERROR_FLOOR])
 
 
 @pytest.mark.slow
@@ -452,7 +453,8 @@ def test_a_lock_left_by_a_dead_run_is_taken_over_and_its_leftovers_removed(
         timeout=child_limit,
     )
     pid = int(dead.stdout)
-    tmp_path.joinpath(output_lock.LOCK_NAME).write_text(
+    tmp_path.joinpath(output_lock.LOCK_NAME).write_bytes(b"")
+    tmp_path.joinpath(output_lock.HOLDER_NAME).write_text(
         json.dumps({"pid": pid, "host": socket.gethostname(), "started": "yesterday"}),
         encoding="utf-8",
     )
@@ -462,6 +464,7 @@ def test_a_lock_left_by_a_dead_run_is_taken_over_and_its_leftovers_removed(
     assert [row["epoch"] for row in result.history] == [1]
     assert not leftover.exists()
     assert not (tmp_path / output_lock.LOCK_NAME).exists()
+    assert not (tmp_path / output_lock.HOLDER_NAME).exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 

@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 
 from . import data
-from .machinery import devices, reporting
+from .machinery import devices, metrics
 from .machinery.cli import (
     add_device_option,
     command,
@@ -153,7 +153,7 @@ def format_timings(timings: list[Timing]) -> str:
         rows.append(
             [t.option.label, t.option.name, f"{t.seconds:.2f}", f"{t.samples_per_s:,.0f}", speedup]
         )
-    table = reporting.format_table(["device", "name", "epoch (s)", "samples/s", "vs CPU"], rows)
+    table = metrics.format_table(["device", "name", "epoch (s)", "samples/s", "vs CPU"], rows)
     failures = [f"{t.option.label} failed: {t.error}" for t in timings if t.error]
     return "\n".join([table, *failures])
 

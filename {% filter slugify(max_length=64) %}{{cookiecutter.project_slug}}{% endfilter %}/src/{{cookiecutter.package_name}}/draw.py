@@ -24,7 +24,7 @@ import torch
 
 from . import data
 from .datasets import handwriting
-from .machinery import checkpoints, devices, onnx_runtime, runs
+from .machinery import checkpoints, devices, onnx_runtime, run_folders
 from .machinery.cli import (
     add_checkpoint_option,
     add_device_option,
@@ -109,7 +109,7 @@ class OnnxReader(Reader):
         return onnx_runtime.describe(self.model)
 
 
-def load_onnx_reader(path: Path) -> tuple[OnnxReader, dict]:
+def load_onnx_reader(path: Path) -> tuple[OnnxReader, checkpoints.Checkpoint]:
     """``path`` (model.onnx, or a checkpoint whose folder holds one) run by ONNX Runtime, and
     what it was trained on, as load_reader gives it; DrawError if it cannot be had."""
     path = Path(path)
@@ -122,10 +122,8 @@ def load_onnx_reader(path: Path) -> tuple[OnnxReader, dict]:
     reader = OnnxReader(model)
     dataset = model.metadata.get("dataset", "mnist")
     # What it was trained on, as a checkpoint says it (trained_on, class_names).
-    state = {"config": {"dataset": dataset}}
-    if dataset.startswith("folder:"):
-        state["data_split"] = {"classes": reader.classes}
-    return reader, state
+    split = {"classes": reader.classes} if dataset.startswith("folder:") else None
+    return reader, checkpoints.Checkpoint({}, {"dataset": dataset}, data_split=split)
 
 
 def decode_png(body: bytes) -> torch.Tensor:
@@ -166,47 +164,40 @@ def predict_endpoint(reader: Reader):
     return predict
 
 
-def find_model(output_dir: Path = runs.RUNS_DIR) -> Path:
+def find_model(output_dir: Path = run_folders.RUNS_DIR) -> Path:
     """best.pt (else last.pt) of the latest run in ``output_dir``, as evaluate finds it."""
     try:
-        return runs.find_checkpoint(output_dir)
-    except runs.NoTrainedModel as error:
+        return run_folders.find_checkpoint(output_dir)
+    except run_folders.NoTrainedModel as error:
         raise DrawError(str(error)) from None
 
 
-def load_reader(path: Path, device: str = "auto", discovery=None) -> tuple[Reader, dict]:
-    """The model in ``path`` on ``device``, and the checkpoint's state; DrawError if either
-    cannot be had."""
+def load_reader(
+    path: Path, device: str = "auto", discovery=None
+) -> tuple[Reader, checkpoints.Checkpoint]:
+    """The model in ``path`` on ``device``, and its checkpoint; DrawError if either cannot be
+    had."""
     try:
-        state = checkpoints.load_checkpoint(path)
+        checkpoint = checkpoints.Checkpoint.load(path)
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         model = to_device(LeNet5(), option.device)
-        checkpoints.restore_module(model, state["model"], path)
+        checkpoints.restore_module(model, checkpoint.model, path)
     except (checkpoints.CheckpointError, devices.DeviceNotAvailable) as error:
         raise DrawError(str(error)) from error
-    except KeyError:
-        raise DrawError(
-            f"{path} holds no model; use a best.pt or last.pt of this project."
-        ) from None
-    return Reader(model, option, class_names(state)), state
+    return Reader(model, option, checkpoint.classes), checkpoint
 
 
-def trained_on(state: dict) -> str:
-    config = state.get("config") if isinstance(state.get("config"), dict) else {}
-    return str(config.get("dataset", "mnist"))
+def trained_on(state: checkpoints.Checkpoint) -> str:
+    return state.dataset
 
 
-def class_names(state: dict) -> list[str] | None:
+def class_names(state: checkpoints.Checkpoint) -> list[str] | None:
     """The class names a model trained on your own pictures learned (its checkpoint keeps
     them); None for digits, or when the checkpoint does not say."""
-    split = state.get("data_split")
-    names = split.get("classes") if isinstance(split, dict) else None
-    if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
-        return names[:10]
-    return None
+    return state.classes
 
 
-def trained_on_note(state: dict) -> str | None:
+def trained_on_note(state: checkpoints.Checkpoint) -> str | None:
     """The line that says what the model learned, when it is not MNIST's digits."""
     name = trained_on(state)
     if name == "synthetic":

@@ -16,7 +16,6 @@ created or downloaded into; ``--data-dir`` is where evaluation may download.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import sys
@@ -26,10 +25,9 @@ from pathlib import Path
 import torch
 
 from . import data
-from .datasets import folder, mnist
+from .datasets import folder, folder_split, mnist
 from .datasets.folder_split import split_change
-from .machinery import checkpoints, devices, onnx_runtime, reporting, runs
-from .machinery.checkpoints import BEST
+from .machinery import checkpoints, devices, metrics, onnx_runtime, plots, run_folders
 from .machinery.cli import (
     add_checkpoint_option,
     add_data_dir_option,
@@ -94,11 +92,11 @@ class Report:
 
 
 def find_checkpoint(output_dir: Path) -> Path:
-    """best.pt, else last.pt, of the latest run in ``output_dir`` (``runs.find_checkpoint``);
+    """best.pt, else last.pt, of the latest run in ``output_dir`` (``run_folders.find_checkpoint``);
     EvaluationError, saying what to run first, when there is neither."""
     try:
-        return runs.find_checkpoint(output_dir)
-    except runs.NoTrainedModel as error:
+        return run_folders.find_checkpoint(output_dir)
+    except run_folders.NoTrainedModel as error:
         raise EvaluationError(str(error)) from None
 
 
@@ -132,13 +130,12 @@ def evaluate_checkpoint(
     ``data_dir`` None: the folder the run trained from, as its checkpoint records; it is only
     read (a checkpoint from elsewhere names a folder of another machine)."""
     try:
-        state = checkpoints.load_checkpoint(path)
+        checkpoint = checkpoints.Checkpoint.load(path)
     except checkpoints.CheckpointError as error:
         raise EvaluationError(str(error)) from error
-    config = state.get("config") if isinstance(state.get("config"), dict) else {}
-    name = str(config.get("dataset", "mnist"))
+    name = checkpoint.dataset
     if name == "mnist" and dataset is None:
-        data_dir = _mnist_folder(data_dir, state.get("data_dir"), Path(path))
+        data_dir = _mnist_folder(data_dir, checkpoint.data_dir, Path(path))
     try:
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         if dataset is None and folder.folder_path(name) is not None:
@@ -152,23 +149,23 @@ def evaluate_checkpoint(
             classes, notes = dataset.classes, list(dataset.notes)
     except (devices.DeviceNotAvailable, mnist.MNISTUnavailable, ValueError) as error:
         raise EvaluationError(str(error)) from error
-    change = split_change(state.get("data_split"), dataset.split if dataset else None)
-    if change is not None and change.startswith("the classes"):
+    change = split_change(checkpoint.data_split, dataset.split if dataset else None)
+    if change is not None and change.what == folder_split.CLASSES:
         raise EvaluationError(
-            f"{path} cannot be evaluated on {printable(name)}: {change} Put the class folders "
-            "back as they were, or train a new run on the folder as it is."
+            f"{path} cannot be evaluated on {printable(name)}: {change.sentence} Put the class "
+            "folders back as they were, or train a new run on the folder as it is."
         )
     if change is not None:
         notes.append(
-            f"{change} Each picture keeps its part, chosen by its content: pictures added or "
-            "removed move no other picture between training and test."
-            if change.startswith("the pictures")
-            else f"{path}: {change}"
+            f"{change.sentence} Each picture keeps its part, chosen by its content: pictures "
+            "added or removed move no other picture between training and test."
+            if change.what == folder_split.PICTURES
+            else f"{path}: {change.sentence}"
         )
     model = to_device(LeNet5(), option.device)
     try:
-        checkpoints.restore_module(model, state["model"], path)
-    except (checkpoints.CheckpointError, KeyError) as error:
+        checkpoints.restore_module(model, checkpoint.model, path)
+    except checkpoints.CheckpointError as error:
         raise EvaluationError(f"{path} holds no usable model: {error}") from error
     if len(test) == 0:
         raise EvaluationError(f"{printable(name)} has no test images left to evaluate on.")
@@ -181,7 +178,7 @@ def evaluate_checkpoint(
         option.describe(),
         predictions,
         test.labels,
-        _which_epoch(state, Path(path)),
+        checkpoint.which_epoch(Path(path)),
         classes,
         notes,
     )
@@ -251,55 +248,15 @@ def evaluate_onnx(
     )
 
 
-def _has_test_files(folder: Path) -> bool:
-    raw = mnist.mnist_raw_folder(folder)
-    return all(
-        (raw / name).is_file() or (raw / name[: -len(".gz")]).is_file()
-        for name in mnist.MNIST_FILES
-        if name.startswith("t10k")
-    )
-
-
 def _mnist_folder(
-    given: Path | None, recorded: object, checkpoint: Path, option: str = "--checkpoint"
+    given: Path | None, recorded: object, model: Path, option: str = "--checkpoint"
 ) -> Path:
-    """The folder to read the MNIST test files from: ``--data-dir``, or the one the checkpoint
-    records, only where it holds the test files already. EvaluationError otherwise."""
-    package = __package__ or "<package>"
-    again = f"python -m {package}.evaluate {option} {printable(checkpoint, 300)}"
-    again += " --data-dir data"
-    if given is not None:
-        if Path(given).exists() and not Path(given).is_dir():
-            raise EvaluationError(
-                f"--data-dir {given} is a file, not a folder. Pass the folder that holds the "
-                "MNIST test files (t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz), or "
-                f"get them with: python -m {package}.data --data-dir data, then {again}"
-            )
-        return Path(given)
-    where = "from a folder it does not name"
-    if isinstance(recorded, str) and recorded:
-        where = f"from {printable(recorded, 200)}"
-        with contextlib.suppress(OSError, ValueError):  # a name this system cannot look up
-            if _has_test_files(Path(recorded)):
-                return Path(recorded)
-    raise EvaluationError(
-        f"This checkpoint was trained on MNIST {where}, which does not hold the test files on "
-        "this machine; evaluate does not create or download into a folder a checkpoint names. "
-        f"Pass --data-dir: a folder with the files, or one to download them into (about 2 MB), "
-        f"e.g. {again}"
-    )
-
-
-def _which_epoch(state: dict, path: Path) -> str:
-    """Which model a checkpoint holds, in words: best.pt and last.pt differ."""
-    epochs = state.get("epochs_done")
-    if not isinstance(epochs, int) or isinstance(epochs, bool):
-        return ""
-    total = state.get("config", {}).get("epochs") if isinstance(state.get("config"), dict) else None
-    of = f" of {total}" if isinstance(total, int) else ""
-    if path.name == BEST:
-        return f"the model after epoch {epochs}{of}, the best validation accuracy"
-    return f"the model after epoch {epochs}{of}"
+    """Where to read the MNIST test files for ``model`` (``mnist.folder_with_test_files``)."""
+    command = f"python -m {__package__ or '<package>'}.evaluate {option} {printable(model, 300)}"
+    try:
+        return mnist.folder_with_test_files(given, recorded, command)
+    except mnist.MNISTUnavailable as error:
+        raise EvaluationError(str(error)) from None
 
 
 def format_report(report: Report) -> str:
@@ -325,13 +282,13 @@ def format_report(report: Report) -> str:
             ]
         )
     header = "class" if report.classes else "digit"
-    table = reporting.format_table(
+    table = metrics.format_table(
         [header, "images", "correct", "accuracy", "most often taken for"], rows
     )
     what = {
         "synthetic": "SYNTHETIC test digits (not MNIST)",
         "mnist": "MNIST test set",
-    }.get(report.dataset, f"test part of {printable(reporting.dataset_label(report.dataset))}")
+    }.get(report.dataset, f"test part of {printable(plots.dataset_label(report.dataset))}")
     notes = "".join(f"note: {note}\n" for note in report.notes)
     return (
         f"Checkpoint: {report.checkpoint}"
@@ -346,19 +303,19 @@ def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Pat
     """test_metrics.json, then the confusion matrix's picture (``suffix`` "_onnx" keeps an
     ONNX model's apart); a picture that cannot be drawn is a note in ``report.notes``, never a
     failed evaluation."""
-    metrics = directory / TEST_METRICS_JSON.replace(".json", f"{suffix}.json")
+    numbers = directory / TEST_METRICS_JSON.replace(".json", f"{suffix}.json")
     text = json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
-    checkpoints.write_text_atomic(metrics, text)
-    name = reporting.dataset_label(report.dataset)
+    checkpoints.write_text_atomic(numbers, text)
+    name = plots.dataset_label(report.dataset)
     title = f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n{name}, test set"
-    path = directory / reporting.CONFUSION_PNG.replace(".png", f"{suffix}.png")
-    drawn = reporting.draw_safely(
-        lambda: reporting.plot_confusion(report.confusion, path, title, report.classes), path
+    path = directory / plots.CONFUSION_PNG.replace(".png", f"{suffix}.png")
+    drawn = plots.draw_safely(
+        lambda: plots.plot_confusion(report.confusion, path, title, report.classes), path
     )
     if isinstance(drawn, str):
         report.notes.append(drawn)
-        return [metrics]
-    return [drawn, metrics]
+        return [numbers]
+    return [drawn, numbers]
 
 
 def build_parser() -> argparse.ArgumentParser:

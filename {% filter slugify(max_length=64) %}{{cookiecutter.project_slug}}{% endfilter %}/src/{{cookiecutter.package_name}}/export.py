@@ -29,9 +29,9 @@ from pathlib import Path
 
 import torch
 
-from . import data, evaluate
+from . import data
 from .datasets import folder, mnist
-from .machinery import checkpoints, onnx_runtime, runs
+from .machinery import checkpoints, onnx_runtime, run_folders
 from .machinery.cli import (
     add_checkpoint_option,
     add_data_dir_option,
@@ -75,24 +75,20 @@ class Comparison:
         )
 
 
-def class_names(state: dict) -> list[str]:
+def class_names(checkpoint: checkpoints.Checkpoint) -> list[str]:
     """The name of each output: the digits, or the classes of your own pictures that the
     checkpoint records (its data split); outputs no class uses are named by number."""
     names = [str(i) for i in range(NUM_CLASSES)]
-    split = state.get("data_split")
-    recorded = split.get("classes") if isinstance(split, dict) else None
-    if isinstance(recorded, list) and all(isinstance(name, str) for name in recorded):
-        names[: len(recorded)] = recorded[:NUM_CLASSES]
+    recorded = checkpoint.classes or []
+    names[: len(recorded)] = recorded
     return names
 
 
-def metadata(state: dict, path: Path) -> dict[str, str]:
+def metadata(checkpoint: checkpoints.Checkpoint, path: Path) -> dict[str, str]:
     """What a program needs to use the model, as ONNX metadata (strings; JSON for lists)."""
-    config = state.get("config") if isinstance(state.get("config"), dict) else {}
-    dataset = str(config.get("dataset", "mnist"))
     return {
         "format": onnx_runtime.FORMAT,
-        "class_names": json.dumps(class_names(state), ensure_ascii=False),
+        "class_names": json.dumps(class_names(checkpoint), ensure_ascii=False),
         "preparation": json.dumps(
             {
                 "input": "uint8 pixels (28, 28), a white digit on black, centred like MNIST",
@@ -101,10 +97,10 @@ def metadata(state: dict, path: Path) -> dict[str, str]:
                 "std": data.MNIST_STD,
             }
         ),
-        "dataset": dataset,
-        "data_dir": str(state.get("data_dir", "")),
-        "trained": evaluate._which_epoch(state, path) or path.name,
-        "torch_version": str(state.get("torch_version", "")),
+        "dataset": checkpoint.dataset,
+        "data_dir": checkpoint.data_dir,
+        "trained": checkpoint.which_epoch(path) or path.name,
+        "torch_version": checkpoint.torch_version,
     }
 
 
@@ -153,9 +149,9 @@ def check_output(output: Path, checkpoint: Path) -> None:
         )
 
 
-def export(state: dict, checkpoint: Path, output: Path) -> None:
-    """Write the model in ``state`` to ``output`` as ONNX, with metadata, checked; never over
-    a file the run needs (``check_output``)."""
+def export(state: checkpoints.Checkpoint, checkpoint: Path, output: Path) -> None:
+    """Write the model in ``state`` (read from ``checkpoint``) to ``output`` as ONNX, with
+    metadata, checked; never over a file the run needs (``check_output``)."""
     check_output(output, checkpoint)
     try:
         import onnx
@@ -163,8 +159,8 @@ def export(state: dict, checkpoint: Path, output: Path) -> None:
         raise ExportError(onnx_runtime.missing("onnx")) from None
     model = LeNet5().eval()  # on the CPU, in the default layout: what the exporter traces
     try:
-        checkpoints.restore_module(model, state["model"], checkpoint)
-    except (checkpoints.CheckpointError, KeyError) as error:
+        checkpoints.restore_module(model, state.model, checkpoint)
+    except checkpoints.CheckpointError as error:
         raise ExportError(f"{checkpoint} holds no usable model: {error}") from error
     buffer = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice (torch 2.9+)
@@ -188,13 +184,17 @@ def export(state: dict, checkpoint: Path, output: Path) -> None:
 
 
 def compare(
-    state: dict, checkpoint: Path, output: Path, test: data.AnySplit, limit: int | None = None
+    state: checkpoints.Checkpoint,
+    checkpoint: Path,
+    output: Path,
+    test: data.AnySplit,
+    limit: int | None = None,
 ) -> Comparison:
     """Run the exported model with ONNX Runtime on the CPU and the checkpoint with PyTorch on
     the CPU over ``test`` (its first ``limit`` images)."""
     session = onnx_runtime.open_model(output, "CPUExecutionProvider")
     model = LeNet5().eval()
-    checkpoints.restore_module(model, state["model"], checkpoint)
+    checkpoints.restore_module(model, state.model, checkpoint)
     torch_logits, onnx_logits, labels, seen = [], [], [], 0
     with torch.no_grad():
         for images, batch_labels in data.batches(test, 500):
@@ -217,20 +217,22 @@ def compare(
     )
 
 
-def load_test_images(state: dict, checkpoint: Path, data_dir: Path | None) -> tuple:
+def load_test_images(
+    state: checkpoints.Checkpoint, checkpoint: Path, data_dir: Path | None
+) -> tuple[data.AnySplit, str]:
     """The held-out test split of the dataset the checkpoint trained on, and its description."""
-    config = state.get("config") if isinstance(state.get("config"), dict) else {}
-    name = str(config.get("dataset", "mnist"))
+    name = state.dataset
+    again = f"python -m {__package__ or '<package>'}.export --checkpoint "
+    again += printable(checkpoint, 300)
     try:
         if name == "mnist":
-            data_dir = evaluate._mnist_folder(data_dir, state.get("data_dir"), checkpoint)
-        again = f"python -m {__package__}.export --checkpoint {printable(checkpoint, 300)}"
+            data_dir = mnist.folder_with_test_files(data_dir, state.data_dir, again)
         root = folder.folder_now(name, data_dir, again)  # a folder of your own pictures
         if root is not None:
             dataset = data.load_folder(root)
             return dataset.test, dataset.description
         return data.load_test_split(name, data_dir)
-    except (evaluate.EvaluationError, mnist.MNISTUnavailable, ValueError) as error:
+    except (mnist.MNISTUnavailable, ValueError) as error:
         raise ExportError(
             f"The model was written, but the test images to check it on are not here: {error}"
         ) from error
@@ -277,8 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        checkpoint = Path(args.checkpoint or runs.find_checkpoint(args.output_dir))
-        state = checkpoints.load_checkpoint(checkpoint)
+        checkpoint = Path(args.checkpoint or run_folders.find_checkpoint(args.output_dir))
+        state = checkpoints.Checkpoint.load(checkpoint)
         output = args.output or checkpoint.with_name(ONNX_NAME)
         export(state, checkpoint, output)
         size = output.stat().st_size
@@ -291,8 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         result = compare(state, checkpoint, output, test, args.check_images)
     except (
         ExportError,
-        runs.NoTrainedModel,
-        evaluate.EvaluationError,
+        run_folders.NoTrainedModel,
         checkpoints.CheckpointError,
         checkpoints.CheckpointWriteError,
         onnx_runtime.OnnxError,

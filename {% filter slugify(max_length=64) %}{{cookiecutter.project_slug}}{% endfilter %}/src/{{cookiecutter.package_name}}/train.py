@@ -11,10 +11,11 @@ built, once; the data lives on the device and batches are cut there; nothing is 
 the device inside the loop except every ``log_interval`` batches; everything stays float32.
 
 The bookkeeping sits behind one call each, in ``machinery/``: the device choice
-(``devices``), checkpoints and exact resume (``run.TrainingRun``), Ctrl+C and the NaN guard
-(``stopping``), each run's own folder in runs/ and the picture comparing them (``runs``),
-the progress bar and printed lines (``console``), metrics files and curves
-(``reporting``), the optimizers (``optim``) and the command line (``train_cli``).
+(``devices``), checkpoints and exact resume (``bookkeeping.TrainingRun``), Ctrl+C and the NaN
+guard (``stopping``), each run's own folder in runs/ and the picture comparing them
+(``run_folders``), the progress bar and printed lines (``console``), metrics files
+(``metrics``) and curves (``plots``), the optimizers (``optim``) and the command line
+(``train_command``).
 
 The same module trains with several processes when ``torchrun`` starts it (one per GPU, or
 several on the CPU): ``torchrun --standalone --nproc-per-node=2 -m <package>.train``. The few
@@ -34,7 +35,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import data
-from .machinery import console, devices, distributed, train_cli
+from .machinery import console, devices, distributed, train_command
+from .machinery.bookkeeping import (
+    EpochTraining,
+    RunResult,
+    TrainingRun,
+)
 from .machinery.optim import (
     DEFAULT_MOMENTUM,
     DEFAULT_WEIGHT_DECAY,
@@ -42,12 +48,7 @@ from .machinery.optim import (
     clip_gradients,
     set_lr,
 )
-from .machinery.run import (
-    EpochTraining,
-    RunResult,
-    TrainingRun,
-)
-from .machinery.run_setup import (
+from .machinery.startup import (
     choose_device,
     load_data,
     output_folder,
@@ -256,7 +257,7 @@ def train(
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit code (0 ok, 2 user error, 3 diverged, 4 the GPU
     failed, 130 Ctrl+C)."""
-    return train_cli.main(argv, train, TrainConfig)
+    return train_command.main(argv, train, TrainConfig)
 
 
 # Only when run as a program: DataLoader workers for --dataset folder:<path> are spawned on

@@ -10,6 +10,7 @@ A checkpoint keeps a record of its split (``split_record``) so that ``evaluate``
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..machinery.untrusted import printable
@@ -52,24 +53,37 @@ def split_record(classes: Sequence[str], pictures: Sequence[Any], parts: dict) -
     return record
 
 
-def split_change(saved: Any, now: dict[str, Any] | None) -> str | None:
+@dataclass(frozen=True)
+class SplitChange:
+    """What changed in a folder since a run trained on it: ``what`` is UNRECORDED (the
+    checkpoint keeps no record), CLASSES or PICTURES; ``sentence`` says it to the user."""
+
+    what: str
+    sentence: str
+
+
+UNRECORDED, CLASSES, PICTURES = "unrecorded", "classes", "pictures"
+
+
+def split_change(saved: Any, now: dict[str, Any] | None) -> SplitChange | None:
     """None when a folder holds the pictures a run was trained on (or the data is no folder:
-    ``now`` None); otherwise what changed, in one sentence. ``saved``: the checkpoint's
-    ``split_record``."""
+    ``now`` None); otherwise what changed. ``saved``: the checkpoint's ``split_record``."""
     if now is None:
         return None
     if not isinstance(saved, dict):
-        return (
+        return SplitChange(
+            UNRECORDED,
             "it does not record which pictures it trained on (an older version saved it), so "
-            "its test pictures cannot be told from its training pictures."
+            "its test pictures cannot be told from its training pictures.",
         )
     if saved.get("classes") != now["classes"]:
         then = saved.get("classes")
         then_text = ", ".join(map(printable, then)) if isinstance(then, list) else "unknown"
-        return (
+        return SplitChange(
+            CLASSES,
             f"the classes changed since training (then: {then_text}; now: "
             f"{', '.join(map(printable, now['classes']))}), and the model's outputs are the "
-            "classes it trained on."
+            "classes it trained on.",
         )
     changed = [
         f"{part} {now[part]['images']} now, {_images(saved.get(part))} then"
@@ -78,7 +92,7 @@ def split_change(saved: Any, now: dict[str, Any] | None) -> str | None:
     ]
     if not changed:
         return None
-    return f"the pictures changed since training ({'; '.join(changed)})."
+    return SplitChange(PICTURES, f"the pictures changed since training ({'; '.join(changed)}).")
 
 
 def _images(part: Any) -> str:

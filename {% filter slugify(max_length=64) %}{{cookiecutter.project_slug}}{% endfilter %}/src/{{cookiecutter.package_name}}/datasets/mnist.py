@@ -7,12 +7,15 @@ files) into ``MNISTUnavailable`` with a message that says how to get the files.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from pathlib import Path
 from typing import Any, Tuple
 
 import torch
+
+from ..machinery.untrusted import printable
 
 MNIST_FILES = (
     "train-images-idx3-ubyte.gz",
@@ -48,6 +51,45 @@ def _any_file(folder: Path) -> bool:
 def _prefetch_command(data_dir: Path) -> str:
     package = (__package__ or "<package>.").rpartition(".")[0]  # the project's package
     return f"python -m {package}.data --data-dir {data_dir}"
+
+
+def has_test_files(folder: Path) -> bool:
+    """Whether ``folder`` holds MNIST's two test files (packed or not), in either layout."""
+    raw = mnist_raw_folder(folder)
+    return all(
+        (raw / name).is_file() or (raw / name[: -len(".gz")]).is_file()
+        for name in MNIST_FILES
+        if name.startswith("t10k")
+    )
+
+
+def folder_with_test_files(given: Path | None, recorded: object, command: str) -> Path:
+    """The folder to read the MNIST test files from, for a model trained elsewhere:
+    ``given`` (--data-dir), else the folder its run ``recorded``, only where it holds the test
+    files already (it names a folder of the machine that trained). MNISTUnavailable
+    otherwise, naming ``command`` with ``--data-dir data`` to run instead."""
+    package = (__package__ or "<package>.").rpartition(".")[0]
+    again = f"{command} --data-dir data"
+    if given is not None:
+        if Path(given).exists() and not Path(given).is_dir():
+            raise MNISTUnavailable(
+                f"--data-dir {given} is a file, not a folder. Pass the folder that holds the "
+                "MNIST test files (t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz), or "
+                f"get them with: python -m {package}.data --data-dir data, then {again}"
+            )
+        return Path(given)
+    where = "from a folder it does not name"
+    if isinstance(recorded, str) and recorded:
+        where = f"from {printable(recorded, 200)}"
+        with contextlib.suppress(OSError, ValueError):  # a name this system cannot look up
+            if has_test_files(Path(recorded)):
+                return Path(recorded)
+    raise MNISTUnavailable(
+        f"This checkpoint was trained on MNIST {where}, which does not hold the test files on "
+        "this machine; evaluate does not create or download into a folder a checkpoint names. "
+        f"Pass --data-dir: a folder with the files, or one to download them into (about 2 MB), "
+        f"e.g. {again}"
+    )
 
 
 def mnist_help(data_dir: Path, files: tuple[str, ...] = MNIST_FILES) -> str:

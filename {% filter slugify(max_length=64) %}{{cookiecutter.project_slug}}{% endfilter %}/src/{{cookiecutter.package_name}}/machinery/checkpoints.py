@@ -8,6 +8,9 @@
   plain containers are accepted, never arbitrary pickled code. The caller then calls
   ``load_state_dict`` on the model that is already on its device.
 - A file that is truncated, corrupt or not ours raises CheckpointError with a clear sentence.
+
+``Checkpoint`` is what a training run saves, read once and checked once (``Checkpoint.load``):
+evaluate, export, draw and ``--resume`` use its fields, never the file's raw entries.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import contextlib
 import os
 import shutil
 import time
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -27,6 +31,7 @@ FORMAT = "lenet5-training-checkpoint"
 LAST = "last.pt"  # written after every epoch (and on Ctrl+C): what --resume continues
 BEST = "best.pt"  # the epoch with the best validation accuracy so far
 VERSION = 1
+NUM_OUTPUTS = 10  # LeNet-5's outputs: the digits, or up to ten classes of your own pictures
 
 
 class CheckpointError(RuntimeError):
@@ -164,3 +169,93 @@ def restore_module(module: torch.nn.Module, state_dict: dict[str, Any], path: Pa
     except Exception as error:
         detail = printable(" ".join(str(error).split()), 300)  # the file's key names: escaped
         raise CheckpointError(f"{path} holds a different model: {detail}") from error
+
+
+# --------------------------------------------------------------------------------------------
+# What a training run saves
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass
+class Checkpoint:
+    """A training run's state after ``epochs_done`` epochs (``last.pt``, ``best.pt``).
+
+    ``model`` alone is needed to use the model; the rest says what it was trained on and
+    lets ``--resume`` continue the same curve. A file written by an older version, or edited,
+    may lack entries: ``missing`` names them, and the fields keep their defaults."""
+
+    model: dict[str, Any]  # the state dict, CPU tensors
+    config: dict[str, Any] = field(default_factory=dict)  # the run's settings (RUN_SETTINGS)
+    data_dir: str = ""  # where evaluate finds the MNIST test files
+    data_split: dict[str, Any] | None = None  # a folder's classes and parts; None otherwise
+    epochs_done: int = 0
+    optimizer: dict[str, Any] = field(default_factory=dict)
+    position: dict[str, Any] | None = None  # where a stopped run stands inside an epoch
+    history: list[dict[str, Any]] = field(default_factory=list)
+    points: list[dict[str, Any]] = field(default_factory=list)  # sums within epochs (curves)
+    best_val_accuracy: float = -1.0
+    rng: dict[str, Any] = field(default_factory=dict)  # "generator" and "torch" RNG states
+    torch_version: str = ""
+    model_class: str = "LeNet5"
+    missing: tuple[str, ...] = ()  # entries the file did not hold
+
+    @property
+    def dataset(self) -> str:
+        """mnist, synthetic or folder:PATH."""
+        return str(self.config.get("dataset", "mnist"))
+
+    @property
+    def classes(self) -> list[str] | None:
+        """The class names of a folder of your own pictures, as the run recorded them; None
+        for digits, or when the checkpoint does not say."""
+        names = self.data_split.get("classes") if self.data_split else None
+        if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+            return names[:NUM_OUTPUTS]
+        return None
+
+    def which_epoch(self, path: Path) -> str:
+        """Which model the file at ``path`` holds, in words: best.pt and last.pt differ."""
+        if "epochs_done" in self.missing:
+            return ""
+        total = self.config.get("epochs")
+        of = f" of {total}" if _is_int(total) else ""
+        if Path(path).name == BEST:
+            return f"the model after epoch {self.epochs_done}{of}, the best validation accuracy"
+        return f"the model after epoch {self.epochs_done}{of}"
+
+    def save(self, path: Path) -> None:
+        """Write it to ``path`` atomically, tensors on the CPU (CheckpointWriteError)."""
+        entries = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "missing"}
+        save_checkpoint(entries, path)
+
+    @classmethod
+    def load(cls, path: Path) -> Checkpoint:
+        """The checkpoint at ``path``; CheckpointError when it cannot be read or holds no
+        model. Entries of the wrong type count as missing."""
+        state = load_checkpoint(path)
+        if not isinstance(state.get("model"), dict):
+            raise CheckpointError(
+                f"{path} holds no model; use a best.pt or last.pt of this project."
+            )
+        wanted = {
+            "config": lambda v: isinstance(v, dict),
+            "data_dir": lambda v: isinstance(v, str),
+            "data_split": lambda v: v is None or isinstance(v, dict),
+            "epochs_done": _is_int,
+            "optimizer": lambda v: isinstance(v, dict),
+            "position": lambda v: v is None or isinstance(v, dict),
+            "history": lambda v: isinstance(v, list),
+            "points": lambda v: isinstance(v, list),
+            "best_val_accuracy": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+            "rng": lambda v: isinstance(v, dict),
+            "torch_version": lambda v: isinstance(v, str),
+            "model_class": lambda v: isinstance(v, str),
+        }
+        found = {
+            name: state[name] for name, ok in wanted.items() if name in state and ok(state[name])
+        }
+        missing = tuple(name for name in wanted if name not in found)
+        return cls(model=state["model"], **found, missing=missing)

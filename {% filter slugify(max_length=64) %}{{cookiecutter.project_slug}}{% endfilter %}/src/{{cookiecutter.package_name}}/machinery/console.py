@@ -1,5 +1,5 @@
 """What a training run prints as it goes: one line per epoch, and the progress bar (its header
-is ``run_setup.print_header``).
+is ``startup.print_header``).
 
 The bar is tqdm's, on stderr, and only on a terminal (no bar in logs or CI); ``say`` prints a
 line without breaking a bar that is on screen. A console that is gone (closed, ``| head`` that

@@ -30,7 +30,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .cli import DEVICE_CHOICES, DEVICE_REQUEST, clean_name
-from .device_options import (
+from .directml_probe import directml_missing_reason, probe_directml
+from .discovery import (
     DeviceNotAvailable,
     DeviceOption,
     Discovery,
@@ -39,7 +40,6 @@ from .device_options import (
     one_line,
     smoke_test,
 )
-from .directml_probe import directml_missing_reason, probe_directml
 
 __all__ = [
     "DeviceNotAvailable",

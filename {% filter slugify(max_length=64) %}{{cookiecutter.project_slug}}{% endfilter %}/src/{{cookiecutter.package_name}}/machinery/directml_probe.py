@@ -24,7 +24,7 @@ import torch
 
 from ..doctor.bounded import run_command
 from .cli import clean_name
-from .device_options import DeviceOption, Unavailable, one_line, smoke_test
+from .discovery import DeviceOption, Unavailable, one_line, smoke_test
 from .project import load_project
 
 DIRECTML_PIP = "torch-directml==0.2.5.dev240914"

@@ -1,17 +1,16 @@
 """One training run per output folder, and no leftovers from runs that died.
 
 Two runs writing ``last.pt``, ``best.pt`` and the metrics of one folder would each replace the
-other's files and both report success. A run therefore claims its folder with a lock file,
-``.training.lock``, and holds an operating-system lock on it for as long as it runs (``flock``
-on Linux and macOS, a byte-range lock on Windows). The file also holds the process id, the
-machine's name and the start time, so that a second run into the folder is refused with a
+other's files and both report success. A run therefore holds an operating-system lock on
+``.training.lock`` in its folder for as long as it runs (the ``filelock`` library: ``flock`` on
+Linux and macOS, ``LockFileEx`` on Windows), and says who it is in ``.training.holder.json``
+(process id, machine, start time), so that a second run into the folder is refused with a
 sentence that says who holds it.
 
 The operating system releases the lock when its process ends in any way (a crash, ``kill -9``,
-a closed laptop lid), so a lock file that nobody holds is stale, whatever it contains: empty or
-garbled (written on a full disk), or naming a process id that an unrelated program has by now.
-The next run takes the folder over. Only on a file system without locks does the process id
-decide, as a fallback.
+a closed laptop lid), so a lock file that nobody holds never blocks, whatever the files say:
+the next run takes the folder over. Only where the file system has no locks at all does the
+process id in the holder's file decide, as a fallback.
 
 Temporary files of interrupted saves (``.last.pt.<pid>.tmp``) are removed by their exact
 names, only when the process that wrote them is gone (or they are old), and only once the run
@@ -21,7 +20,6 @@ writes into the folder: a run that fails at once removes nothing.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
@@ -31,25 +29,27 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from . import checkpoints, reporting
+import filelock  # installed with torch (a dependency of every torch release here)
+
+from . import checkpoints, metrics, plots
 from .stopping import TrainError
 from .untrusted import printable
 
-LOCK_NAME = ".training.lock"
+LOCK_NAME = ".training.lock"  # the operating-system lock; its content means nothing
+HOLDER_NAME = ".training.holder.json"  # who holds the lock, for the refusal's sentence
 # Every file the project writes into an output folder through a temporary file.
 OWN_FILES = (
     checkpoints.LAST,
     checkpoints.BEST,
-    reporting.METRICS_CSV,
-    reporting.METRICS_JSON,
-    reporting.CURVES_PNG,
-    reporting.CONFUSION_PNG,
+    metrics.METRICS_CSV,
+    metrics.METRICS_JSON,
+    plots.CURVES_PNG,
+    plots.CONFUSION_PNG,
     "test_metrics.json",  # evaluate's
 )
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.tmp$")
 LEFTOVER_AGE_S = 3600  # a save takes seconds: an hour-old temporary file is a leftover
-_WINDOWS_LOCK_OFFSET = 1 << 20  # locked byte far past the text, which others still read
-_HOLDER_BYTES = 4096  # what is read of a lock file: ours are about 80 bytes
+_HOLDER_BYTES = 4096  # what is read of a holder's file: ours are about 80 bytes
 
 
 class OutputFolderInUse(TrainError):
@@ -99,79 +99,31 @@ def _windows_process_alive(pid: int) -> bool:
         kernel32.CloseHandle(handle)
 
 
-# ------------------------------------------------------------------ the operating-system lock
+# ------------------------------------------------------------------------ who holds a folder
 
 
-def _try_lock(fd: int) -> bool | None:
-    """Lock ``fd`` exclusively without waiting: True, False (another process holds it), or
-    None where the file system has no locks."""
+def _holder(folder: Path) -> dict:
+    """What the holder's file says about its run; {} when it is missing or unreadable."""
     try:
-        if sys.platform == "win32":
-            import msvcrt
-
-            os.lseek(fd, _WINDOWS_LOCK_OFFSET, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as error:
-        busy = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES, getattr(errno, "EDEADLOCK", 0))
-        # Windows: a C runtime may fail a held 1-byte lock without saying why (errno 0, as
-        # Wine's does); on an open local file that can only be another process's lock.
-        unsaid = sys.platform == "win32" and not error.errno
-        return False if error.errno in busy or unsaid else None
-    return True
-
-
-def _unlock(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        if sys.platform == "win32":
-            import msvcrt
-
-            os.lseek(fd, _WINDOWS_LOCK_OFFSET, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    """Whether ``path`` still names the file open as ``fd`` (a run that just ended removes
-    its lock file; a lock on the removed file would hold nothing)."""
-    try:
-        here, there = os.fstat(fd), os.stat(str(path))
-    except OSError:
-        return False
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
-
-
-def _write_holder(fd: int) -> None:
-    holder = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    os.lseek(fd, 0, os.SEEK_SET)
-    os.ftruncate(fd, 0)
-    os.write(fd, json.dumps(holder).encode("utf-8"))
-
-
-# -------------------------------------------------------------------- what a lock file says
-
-
-def _holder(lock: Path) -> dict:
-    """What the lock file says about its run; {} when it is unreadable (empty, garbled)."""
-    try:
-        with open(lock, "rb") as handle:
+        with open(folder / HOLDER_NAME, "rb") as handle:
             holder = json.loads(handle.read(_HOLDER_BYTES).decode("utf-8"))
     except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return {}
     return holder if isinstance(holder, dict) else {}
 
 
-def _in_use(folder: Path, lock: Path, holder: dict, chosen: bool) -> OutputFolderInUse:
+def _write_holder(folder: Path) -> None:
+    holder = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    with contextlib.suppress(OSError):  # only the refusal's sentence would miss it
+        (folder / HOLDER_NAME).write_text(json.dumps(holder), encoding="utf-8")
+
+
+def _in_use(folder: Path, chosen: bool) -> OutputFolderInUse:
+    holder = _holder(folder)
     pid, host = (printable(holder.get(key, "?"), 100) for key in ("pid", "host"))
     who = f"process {pid} on {host}"
     if "started" in holder:
@@ -179,7 +131,7 @@ def _in_use(folder: Path, lock: Path, holder: dict, chosen: bool) -> OutputFolde
     other = "or choose another --output-dir" if chosen else "then run this command again"
     return OutputFolderInUse(
         f"Another training run ({who}) is writing to {folder}. Wait for it to finish, "
-        f"{other}. If no such run exists any more, delete {lock}."
+        f"{other}. If no such run exists any more, delete {folder / LOCK_NAME}."
     )
 
 
@@ -193,43 +145,27 @@ def _alive_here(holder: dict) -> bool:
     return process_alive(holder.get("pid"))
 
 
-# ------------------------------------------------------------------------------- the claim
-
-
-def _acquire(folder: Path, lock: Path, chosen: bool) -> int:
-    """Open and lock ``lock``; the open descriptor, or OutputFolderInUse."""
+def _acquire(folder: Path, chosen: bool) -> filelock.BaseFileLock | None:
+    """The folder's lock, held; None on a file system without locks, where the holder's
+    process id decides instead. OutputFolderInUse when a live run holds it."""
+    path = folder / LOCK_NAME
     for _ in range(5):
-        fd = os.open(str(lock), os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+        lock = filelock.FileLock(str(path))
         try:
-            locked = _try_lock(fd)
-            if locked is False:
-                raise _in_use(folder, lock, _holder(lock), chosen)
-            if locked is None and _alive_here(_holder(lock)):
-                raise _in_use(folder, lock, _holder(lock), chosen)
-            if _same_file(fd, lock):
-                _write_holder(fd)
-                return fd
-            _unlock(fd)  # the file was removed by a run that just ended: open the new one
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
-    raise _in_use(folder, lock, _holder(lock), chosen)
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            raise _in_use(folder, chosen) from None
+        except NotImplementedError:  # older filelock versions on a file system without flock
+            if _alive_here(_holder(folder)):
+                raise _in_use(folder, chosen) from None
+            return None
+        if path.exists():
+            return lock
+        lock.release()  # a run that just ended removed the file locked here: lock the new one
+    raise _in_use(folder, chosen)
 
 
-def _release(fd: int, lock: Path) -> None:
-    # POSIX removes the file first, while it is still locked, so that no other run locks a
-    # file that is about to go; Windows cannot remove an open file, so it closes it first.
-    removed = False
-    with contextlib.suppress(OSError):
-        lock.unlink()
-        removed = True
-    _unlock(fd)
-    with contextlib.suppress(OSError):
-        os.close(fd)
-    if not removed:
-        with contextlib.suppress(OSError):
-            lock.unlink()
+# ------------------------------------------------------------------ leftovers of dead runs
 
 
 def remove_leftovers(folder: Path) -> list[Path]:
@@ -262,6 +198,9 @@ def _stale(path: Path, pid: int) -> bool:
         return False
 
 
+# ------------------------------------------------------------------------------- the claim
+
+
 @contextlib.contextmanager
 def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
     """Hold ``folder`` for this run: create it if needed, refuse it if another live run holds
@@ -269,16 +208,14 @@ def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
     the user named it with --output-dir (else it is a run folder in runs/), which the refusal
     says accordingly."""
     folder = Path(folder)
-    lock = folder / LOCK_NAME
     new_folder = False
     try:
         new_folder = not folder.exists()
         folder.mkdir(parents=True, exist_ok=True)
-        fd = _acquire(folder, lock, chosen)
+        lock = _acquire(folder, chosen)
     except OSError as error:  # a name too long, a folder the user may not enter, read-only
         if new_folder:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+            _remove(folder)
         reason = error.strerror or str(error)
         advice = (
             "Choose another one with --output-dir."
@@ -288,10 +225,24 @@ def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
         raise TrainError(
             f"Cannot write to the output directory {printable(folder, 300)} ({reason}). {advice}"
         ) from error
+    _write_holder(folder)
     try:
         yield
     finally:
-        _release(fd, lock)
-        if new_folder:  # a run that failed before writing anything leaves no empty folder
+        # The files go while the lock is still held, so that no other run locks a file that
+        # is about to go (Windows cannot remove an open file: filelock removes it, unlocked).
+        for name in (HOLDER_NAME, LOCK_NAME):
             with contextlib.suppress(OSError):
-                folder.rmdir()
+                (folder / name).unlink()
+        if lock is not None:
+            lock.release()
+        if new_folder:  # a run that failed before writing anything leaves no empty folder
+            _remove(folder)
+
+
+def _remove(folder: Path) -> None:
+    """Remove a folder this run created, if nothing but its lock file is in it."""
+    with contextlib.suppress(OSError):
+        (folder / LOCK_NAME).unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()

@@ -1,7 +1,7 @@
 """Before a training run: its folder (a new one, or the latest for ``--resume``), the settings
 and checkpoint a resumed run continues with (checked, since a checkpoint may come from
 anywhere), the output folder held for the run, the device and the data. ``train.py`` calls
-these, then hands everything to a ``TrainingRun`` (``run.py``), and prints the run's header
+these, then hands everything to a ``TrainingRun`` (``bookkeeping.py``), and prints the run's header
 (``print_header``).
 """
 
@@ -10,49 +10,56 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ContextManager, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Sequence
 
 from .. import data
 from ..datasets import folder, mnist
-from . import checkpoints, devices, distributed, output_lock, runs
+from . import checkpoints, devices, distributed, output_lock, run_folders
+from .bookkeeping import LAST, RUN_SETTINGS, TrainingRun
 from .cli import MAX_SEED
 from .console import say
 from .optim import OPTIMIZERS
 from .project import load_project
 from .ranks import current
-from .run import LAST, RUN_SETTINGS, TrainingRun
 from .stopping import TrainError, finite
 
+if TYPE_CHECKING:  # train.py imports this module
+    from ..train import TrainConfig
 
-def run_folder(cfg: Any) -> Any:
+
+def run_folder(cfg: TrainConfig) -> TrainConfig:
     """The run's folder, chosen by the first process under torchrun (``_run_folder``)."""
     return distributed.same_on_all(_run_folder, cfg)
 
 
-def _run_folder(cfg: Any) -> Any:
+def _run_folder(cfg: TrainConfig) -> TrainConfig:
     """``cfg`` with ``output_dir`` set to this run's folder: the one ``--output-dir`` named;
     else, for ``--resume``, the latest run in ``runs_dir``; else a new folder there named
-    after the time and the settings that differ from the defaults (see ``runs``)."""
+    after the time and the settings that differ from the defaults (see ``run_folders``)."""
     if cfg.output_dir is not None:
         return cfg
     runs_dir = Path(cfg.runs_dir)
     if cfg.resume:
-        latest = runs.latest_run(runs_dir)
+        latest = run_folders.latest_run(runs_dir)
         if latest is None:
             raise TrainError(
                 f"Nothing to resume: no run in {runs_dir} has a {LAST}. Start without --resume."
             )
         return replace(cfg, output_dir=latest)
-    return replace(cfg, output_dir=runs.new_run_folder(runs_dir, runs.run_name(cfg)))
+    return replace(cfg, output_dir=run_folders.new_run_folder(runs_dir, run_folders.run_name(cfg)))
 
 
-def resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
+def resumed_settings(
+    cfg: TrainConfig, explicit: Sequence[str]
+) -> tuple[TrainConfig, checkpoints.Checkpoint | None]:
     """``_resumed_settings`` in the first process; under torchrun the others get its result
     (the checkpoint may exist on the first machine only)."""
     return distributed.same_on_all(_resumed_settings, cfg, explicit)
 
 
-def _resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str, Any] | None]:
+def _resumed_settings(
+    cfg: TrainConfig, explicit: Sequence[str]
+) -> tuple[TrainConfig, checkpoints.Checkpoint | None]:
     """(settings, checkpoint): for ``--resume``, the saved run's settings and its checkpoint;
     otherwise ``cfg`` unchanged and None. Options typed with --resume that differ from the
     saved ones are named in a note: a resumed run keeps its own."""
@@ -62,7 +69,7 @@ def _resumed_settings(cfg: Any, explicit: Sequence[str]) -> tuple[Any, dict[str,
     if not last.exists():
         raise TrainError(f"Nothing to resume: {last} does not exist. Start without --resume.")
     checkpoint = _load(last)
-    saved = checkpoint["config"]
+    saved = checkpoint.config
     _check_saved_settings(saved, last)
     ignored = [n for n in explicit if n in RUN_SETTINGS and getattr(cfg, n) != saved.get(n)]
     if ignored:
@@ -97,12 +104,10 @@ _SAVED_SETTINGS = {
 }
 
 
-def _check_saved_settings(saved: Any, path: Path) -> None:
+def _check_saved_settings(saved: dict[str, Any], path: Path) -> None:
     """TrainError unless every saved setting is one a run can continue with (a checkpoint
     edited by hand, or written by other code, must not end in a traceback mid-run)."""
     fresh = "Start a new run without --resume, or in another --output-dir."
-    if not isinstance(saved, dict):
-        raise TrainError(f"{path} cannot be resumed: its saved settings are unreadable. {fresh}")
     for name, (valid, wanted) in _SAVED_SETTINGS.items():
         if name in saved and not valid(saved[name]):
             raise TrainError(
@@ -111,19 +116,19 @@ def _check_saved_settings(saved: Any, path: Path) -> None:
             )
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> checkpoints.Checkpoint:
     try:
-        state = checkpoints.load_checkpoint(path)
+        checkpoint = checkpoints.Checkpoint.load(path)
     except checkpoints.CheckpointError as error:
         raise TrainError(str(error)) from error
-    needed = ("model", "optimizer", "config", "history", "rng", "epochs_done", "position")
-    missing = [k for k in needed if k not in state]
+    needed = ("optimizer", "config", "history", "rng", "epochs_done", "position")
+    missing = [k for k in needed if k in checkpoint.missing]
     if missing:
         raise TrainError(f"{path} is incomplete (no {', '.join(missing)}); it cannot be resumed.")
-    return state
+    return checkpoint
 
 
-def output_folder(cfg: Any, chosen: bool = True) -> ContextManager[None]:
+def output_folder(cfg: TrainConfig, chosen: bool = True) -> ContextManager[None]:
     """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
     which writes no file. ``chosen``: the user typed --output-dir. Under torchrun rank 0 holds
     it, and a refusal stops every process."""

@@ -7,11 +7,12 @@ Usage (standard library only; runs on Windows, Linux and macOS; no torch, no GPU
 
 ``--download`` runs ``python -m pip download torch-directml==0.2.5.dev240914 --no-deps
 --platform win_amd64 --python-version 3.11 --only-binary=:all:`` into a temporary folder. The
-list goes to ``src/<package>/machinery/directml_ops.txt`` (``--output`` changes that, ``-``
-prints it): one ``aten::name`` or ``aten::name.overload`` per line, sorted, after a few ``#``
-comment lines.
-The project's ``tests/test_directml_ops.py`` reads it to prove that a training step and an
-evaluation step use no operator that would fall back to the CPU on DirectML.
+list goes to the generated project's ``src/<package>/machinery/directml_ops.txt`` here
+(``--output`` changes that, ``-`` prints it): one ``aten::name`` or ``aten::name.overload`` per
+line, sorted, after a few ``#`` comment lines.
+The generated project's ``tests/test_directml_ops.py`` reads it to prove that a training step
+and an evaluation step use no operator that would fall back to the CPU on DirectML; the
+template's ``tests/test_directml_op_list.py`` runs this script on the wheel and compares.
 
 How the operators are stored, and how they are read
 ---------------------------------------------------
@@ -484,8 +485,7 @@ def render(wheel: Path, ops: list[str], notes: list[str]) -> str:
     header = [
         f"# aten operators with a DirectML (PrivateUse1) kernel in {wheel.name}",
         f"# sha256 {digest}",
-        "# produced by tools/list_directml_ops.py from the registrations (Library::_impl calls)",
-        "# of the wheel's native module; regenerate: python tools/list_directml_ops.py --download",
+        "# read from the registrations (Library::_impl calls) of the wheel's native module",
         f"# {len(ops)} operators; other registrations, for reference:",
     ]
     header += [f"#   {note}" for note in notes]
@@ -493,10 +493,12 @@ def render(wheel: Path, ops: list[str], notes: list[str]) -> str:
 
 
 def default_output() -> Path:
-    packages = sorted((Path(__file__).resolve().parent.parent / "src").glob("*/__init__.py"))
-    if len(packages) != 1:
-        raise SystemExit("cannot find the package under src/; pass --output")
-    return packages[0].parent / "machinery" / "directml_ops.txt"
+    """The list in the generated project's template folder (its name is a Jinja expression)."""
+    template = Path(__file__).resolve().parent.parent
+    projects = sorted(template.glob("*cookiecutter.project_slug*"))
+    if len(projects) != 1:
+        raise SystemExit(f"cannot find the project template in {template}; pass --output")
+    return projects[0] / "src" / "{{cookiecutter.package_name}}" / "machinery" / "directml_ops.txt"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,12 +20,15 @@ import datetime as _dt
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from . import reporting
+from . import metrics, plots
 from .checkpoints import BEST, LAST
 from .cli import RUNS_DIR
 from .untrusted import printable
+
+if TYPE_CHECKING:  # train.py imports this module
+    from ..train import TrainConfig
 
 COMPARE_PNG = "compare.png"
 MAX_COMPARED = 6  # more lines than this are hard to tell apart in one picture
@@ -58,7 +61,7 @@ def _safe(text: str) -> str:
     return kept.strip("-.")[:40] or "x"
 
 
-def run_name(cfg: Any, now: _dt.datetime | None = None) -> str:
+def run_name(cfg: TrainConfig, now: _dt.datetime | None = None) -> str:
     """``YYYY-MM-DD_HH-MM-SS`` plus each setting that differs from the defaults of
     ``type(cfg)``, e.g. ``2026-03-14_10-09-13_adam_lr0.001``."""
     stamp = (now or _dt.datetime.now()).strftime("%Y-%m-%d_%H-%M-%S")
@@ -167,18 +170,18 @@ def _read(folder: Path) -> ComparedRun | str | None:
     """The run's curves from its metrics.json; None for a run without epochs yet; a reason
     when the file cannot be used (edited by hand, written by other code, half copied)."""
     try:
-        metrics = reporting.read_metrics(folder)
+        saved = metrics.read_metrics(folder)
     except FileNotFoundError:  # a run stopped before its first epoch ended
         return None
     except (OSError, ValueError) as error:
-        return f"its {reporting.METRICS_JSON} cannot be read ({type(error).__name__})"
-    if not isinstance(metrics, dict):
-        return f"its {reporting.METRICS_JSON} holds no run's metrics"
-    epochs = _rows(metrics.get("epochs"), _NUMBERS)
-    within = _rows(metrics.get("within_epochs", []), _WITHIN)
-    config = metrics.get("config")
+        return f"its {metrics.METRICS_JSON} cannot be read ({type(error).__name__})"
+    if not isinstance(saved, dict):
+        return f"its {metrics.METRICS_JSON} holds no run's metrics"
+    epochs = _rows(saved.get("epochs"), _NUMBERS)
+    within = _rows(saved.get("within_epochs", []), _WITHIN)
+    config = saved.get("config")
     if not isinstance(config, dict) or epochs is None or within is None:
-        return f"its {reporting.METRICS_JSON} is not one this project writes"
+        return f"its {metrics.METRICS_JSON} is not one this project writes"
     if not epochs:
         return None
     return ComparedRun(folder, config, list(epochs), list(within))
@@ -223,7 +226,7 @@ def compare(
     datasets = {str(r.config.get("dataset")) for r in found}
     title = "Runs compared"
     if len(datasets) == 1:
-        title += f" on {reporting.dataset_label(datasets.pop())}"
+        title += f" on {plots.dataset_label(datasets.pop())}"
     path = Path(runs_dir) / COMPARE_PNG
-    reporting.plot_comparison([(r.label, r.history, r.within) for r in found], path, title)
+    plots.plot_comparison([(r.label, r.history, r.within) for r in found], path, title)
     return path

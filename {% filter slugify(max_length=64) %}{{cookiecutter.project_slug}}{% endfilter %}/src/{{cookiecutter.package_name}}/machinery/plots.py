@@ -1,4 +1,4 @@
-"""Metrics files (CSV and JSON, one row per epoch), training curves and confusion matrices as PNG.
+"""Training curves, the comparison of runs and confusion matrices, as PNG pictures.
 
 Plots use matplotlib's object API with the Agg canvas: no window, no global backend switch
 (``matplotlib.use`` would change the backend of a notebook that imports this module), and it
@@ -7,57 +7,16 @@ works on machines without a display. matplotlib is imported only when a plot is 
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .checkpoints import CheckpointWriteError, atomic_path, write_text_atomic
+from .checkpoints import CheckpointWriteError, atomic_path
 from .untrusted import printable
 
-METRICS_CSV = "metrics.csv"
-METRICS_JSON = "metrics.json"
 CURVES_PNG = "curves.png"
 CONFUSION_PNG = "confusion_matrix.png"
 
 DATASET_LABELS = {"mnist": "MNIST", "synthetic": "SYNTHETIC digits (generated, not MNIST)"}
-
-FIELDS = (
-    "epoch",
-    "train_loss",
-    "train_accuracy",
-    "val_loss",
-    "val_accuracy",
-    "lr",
-    "seconds",
-    "samples_per_s",
-)
-
-
-def write_metrics(
-    history: Sequence[dict[str, Any]],
-    output_dir: Path,
-    dataset: str,
-    extra: dict[str, Any] | None = None,
-) -> list[Path]:
-    """metrics.csv (one row per epoch, with the dataset's name in every row) and metrics.json."""
-    output_dir = Path(output_dir)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=(*FIELDS, "dataset"), lineterminator="\n")
-    writer.writeheader()
-    for row in history:
-        writer.writerow({**{k: row.get(k, "") for k in FIELDS}, "dataset": dataset})
-    csv_path, json_path = output_dir / METRICS_CSV, output_dir / METRICS_JSON
-    write_text_atomic(csv_path, buffer.getvalue())
-    document = {"dataset": dataset, "synthetic": dataset == "synthetic", "epochs": list(history)}
-    document.update(extra or {})
-    write_text_atomic(json_path, json.dumps(document, indent=2) + "\n")
-    return [csv_path, json_path]
-
-
-def read_metrics(output_dir: Path) -> dict[str, Any]:
-    return json.loads((Path(output_dir) / METRICS_JSON).read_text(encoding="utf-8"))
 
 
 def _new_figure(width: float, height: float):
@@ -101,36 +60,6 @@ def dataset_label(name: str) -> str:
     if name.startswith("folder:"):
         return f"your images ({Path(name[len('folder:') :]).name})"
     return DATASET_LABELS.get(name, name)
-
-
-def within_epochs(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Training loss and accuracy of each stretch of batches between two points of an epoch,
-    from the cumulative sums the run kept (the first stretch starts at the epoch's start).
-    A stretch less than half as long as the one before (the epoch's last batch or two) joins
-    it: one batch without a mistake would otherwise look like a plunge at the epoch's end."""
-    rows: list[dict[str, Any]] = []
-    previous: dict[str, Any] = {}
-    last_start: dict[str, Any] = {}
-    last_seen = 0
-    for point in points:
-        if not previous or previous["epoch"] != point["epoch"]:
-            previous = {"epoch": point["epoch"], "loss_sum": 0.0, "correct": 0, "seen": 0}
-            last_seen = 0
-        start, seen = previous, point["seen"] - previous["seen"]
-        if seen <= 0:
-            continue
-        if last_seen and seen < last_seen / 2:
-            rows.pop()
-            start, seen = last_start, point["seen"] - last_start["seen"]
-        rows.append(
-            {
-                "epoch": round(point["x"], 4),
-                "train_loss": (point["loss_sum"] - start["loss_sum"]) / seen,
-                "train_accuracy": (point["correct"] - start["correct"]) / seen,
-            }
-        )
-        last_start, last_seen, previous = start, seen, point
-    return rows
 
 
 # Errors below this (in %) are drawn on it, and its tick reads "none": a log axis has no
@@ -349,12 +278,3 @@ def confusion_figure(
     )
     figure.tight_layout()
     return figure
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table with right-aligned columns (ASCII only, safe on any console)."""
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

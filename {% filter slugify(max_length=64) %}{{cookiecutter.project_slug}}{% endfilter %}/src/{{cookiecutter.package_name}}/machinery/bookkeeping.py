@@ -7,7 +7,7 @@ where a stopped run stands inside an epoch. It writes the checkpoints (``last.pt
 and it restores all of it for ``--resume``, so that a resumed run continues exactly the same
 curve, even from the middle of an epoch after Ctrl+C.
 
-Each run has its own folder (``runs.py``): a new one in ``runs/`` unless ``--output-dir``
+Each run has its own folder (``run_folders.py``): a new one in ``runs/`` unless ``--output-dir``
 names one, and for ``--resume`` the latest run.
 """
 
@@ -16,19 +16,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .. import data
 from ..datasets.folder_split import split_change
-from . import checkpoints, devices, distributed, output_lock, reporting, runs
+from . import checkpoints, devices, distributed, metrics, output_lock, plots, run_folders
 from .console import print_epoch, say
 from .epoch_meter import EpochMeter, EpochTraining, Position
 from .optim import one_cycle_lr
 from .ranks import is_main
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
 from .untrusted import printable
+
+if TYPE_CHECKING:  # train.py imports this module
+    from ..train import TrainConfig
 
 LAST = checkpoints.LAST
 BEST = checkpoints.BEST
@@ -66,7 +69,7 @@ class TrainingRun:
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: TrainConfig,
         option: devices.DeviceOption,
         dataset: data.Dataset,
         model: torch.nn.Module,
@@ -94,7 +97,7 @@ class TrainingRun:
         self.point_every = max(1, self.steps_per_epoch // POINTS_PER_EPOCH)
         self.compared: Path | None = None
         self.said: set[str] = set()  # notes already printed (a picture that failed)
-        self.title = f"LeNet-5 on {reporting.dataset_label(dataset.name)} - {option.describe()}"
+        self.title = f"LeNet-5 on {plots.dataset_label(dataset.name)} - {option.describe()}"
 
     @property
     def parameters(self) -> int:
@@ -214,7 +217,7 @@ class TrainingRun:
         cfg, test_split = self.cfg, self.dataset.test
         label = {"synthetic": "SYNTHETIC test digits (not MNIST)", "mnist": "MNIST test set"}.get(
             self.dataset.name,
-            f"test part of {printable(reporting.dataset_label(self.dataset.name))}",
+            f"test part of {printable(plots.dataset_label(self.dataset.name))}",
         )
         say(
             f"test accuracy {100 * test_accuracy:.2f}% on the {label} "
@@ -249,52 +252,52 @@ class TrainingRun:
 
     # -- files
 
-    def state(self, position: Position | None) -> dict[str, Any]:
-        return {
-            "model_class": "LeNet5",
-            "model": distributed.unwrapped(self.model).state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "config": {name: getattr(self.cfg, name) for name in RUN_SETTINGS},
-            "data_dir": str(self.cfg.data_dir),  # where evaluate finds the test files
-            "data_split": self.dataset.split,  # a folder's classes and parts; None otherwise
-            "epochs_done": self.epochs_done,
-            "position": None if position is None else position.to_dict(),
-            "history": self.history,
-            "points": self.points,
-            "best_val_accuracy": self.best_accuracy,
-            "rng": {"generator": self.generator.get_state(), "torch": torch.get_rng_state()},
-            "torch_version": str(torch.__version__),
-        }
+    def checkpoint(self, position: Position | None) -> checkpoints.Checkpoint:
+        return checkpoints.Checkpoint(
+            model=distributed.unwrapped(self.model).state_dict(),
+            config={name: getattr(self.cfg, name) for name in RUN_SETTINGS},
+            data_dir=str(self.cfg.data_dir),  # where evaluate finds the test files
+            data_split=self.dataset.split,  # a folder's classes and parts; None otherwise
+            epochs_done=self.epochs_done,
+            optimizer=self.optimizer.state_dict(),
+            position=None if position is None else position.to_dict(),
+            history=self.history,
+            points=self.points,
+            best_val_accuracy=self.best_accuracy,
+            rng={"generator": self.generator.get_state(), "torch": torch.get_rng_state()},
+            torch_version=str(torch.__version__),
+        )
 
-    def restore(self, checkpoint: dict[str, Any]) -> None:
+    def restore(self, checkpoint: checkpoints.Checkpoint) -> None:
         """Continue from a checkpoint: tensors come as CPU tensors and are copied into the model
         and optimizer that already live on the device."""
         try:
             model = distributed.unwrapped(self.model)
-            checkpoints.restore_module(model, checkpoint["model"], self.last_path)
+            checkpoints.restore_module(model, checkpoint.model, self.last_path)
         except checkpoints.CheckpointError as error:
             raise TrainError(
                 f"{error} It cannot be resumed: start a new run without --resume, or in "
                 "another --output-dir."
             ) from error
         try:
-            self.optimizer.load_state_dict(checkpoint["optimizer"])
-            self.generator.set_state(checkpoint["rng"]["generator"])
-            torch.set_rng_state(checkpoint["rng"]["torch"])
-            self.history = list(checkpoint["history"])
-            self.points = list(checkpoint.get("points", []))  # older checkpoints have none
-            self.best_accuracy = float(checkpoint["best_val_accuracy"])
-            self.epochs_done = int(checkpoint["epochs_done"])
-            where = checkpoint["position"]
+            self.optimizer.load_state_dict(checkpoint.optimizer)
+            self.generator.set_state(checkpoint.rng["generator"])
+            torch.set_rng_state(checkpoint.rng["torch"])
+            self.history = list(checkpoint.history)
+            self.points = list(checkpoint.points)  # older checkpoints have none
+            self.best_accuracy = float(checkpoint.best_val_accuracy)
+            self.epochs_done = checkpoint.epochs_done
+            where = checkpoint.position
             self.position = None if where is None else Position(**where)
         except Exception as error:
             raise TrainError(
                 f"{self.last_path} cannot be resumed: {devices.one_line(error)}"
             ) from error
-        change = split_change(checkpoint.get("data_split"), self.dataset.split)
+        change = split_change(checkpoint.data_split, self.dataset.split)
         if change is not None:
             raise TrainError(
-                f"{self.last_path} cannot be resumed: {change} Start a new run without --resume."
+                f"{self.last_path} cannot be resumed: {change.sentence} Start a new run without "
+                "--resume."
             )
 
     def save(self, path: Path, position: Position | None = None) -> None:
@@ -304,7 +307,7 @@ class TrainingRun:
             output_lock.remove_leftovers(self.out)
             self.swept = True
         try:
-            checkpoints.save_checkpoint(self.state(position), path)
+            self.checkpoint(position).save(path)
         except checkpoints.CheckpointWriteError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
 
@@ -312,22 +315,24 @@ class TrainingRun:
         if not is_main():
             return []
         try:
-            within = reporting.within_epochs(self.points)
+            within = metrics.within_epochs(self.points)
             config = {n: getattr(self.cfg, n) for n in RUN_SETTINGS}
             config["peak_lr"] = self.cfg.peak_lr  # what a run with the default lr used
             extra = {**(extra or {}), "config": config, "within_epochs": within}
-            files = reporting.write_metrics(self.history, self.out, self.dataset.name, extra)
+            files = metrics.write_metrics(self.history, self.out, self.dataset.name, extra)
         except OSError as error:
             raise TrainError(f"{error} {_STOPPED_KEPT}") from error
         # Pictures come last and never stop a run: what failed is said once, the run goes on.
-        curves = self.out / reporting.CURVES_PNG
-        drawn = reporting.draw_safely(
-            lambda: reporting.plot_curves(self.history, curves, self.title, within), curves
+        curves = self.out / plots.CURVES_PNG
+        drawn = plots.draw_safely(
+            lambda: plots.plot_curves(self.history, curves, self.title, within), curves
         )
         files += self._drawn(drawn)
         if self.out.resolve().parent == Path(self.cfg.runs_dir).resolve():
-            compare_png = self.out.parent / runs.COMPARE_PNG
-            drawn = reporting.draw_safely(lambda: runs.compare(self.out.parent, say), compare_png)
+            compare_png = self.out.parent / run_folders.COMPARE_PNG
+            drawn = plots.draw_safely(
+                lambda: run_folders.compare(self.out.parent, say), compare_png
+            )
             shown = self._drawn(drawn)
             self.compared = shown[0] if shown else None
         return files
