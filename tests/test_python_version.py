@@ -77,8 +77,8 @@ def test_every_command_uses_the_projects_python(bake, overrides):
     version = baked.answers["python_version"]
 
     assert versions_that_differ(baked, version) == []
-    readme = baked.read("README.md")
-    assert f"`python{version} -m venv .venv-{baked.answers['accelerator']}`" in readme
+    stacks, readme = baked.read("docs/stacks.md"), baked.read("README.md")
+    assert f"`python{version} -m venv .venv-{baked.answers['accelerator']}`" in stacks
     if baked.answers["env_manager"] == "venv":
         assert f"py -{version} -m venv .venv" in readme
 

@@ -162,13 +162,16 @@ def test_the_refusal_is_coloured_only_on_a_terminal(tmp_path):
 
 
 def readme_terminal_lines(baked) -> set:
-    """Every line of the code blocks in the README's "In a terminal" section, and the commands
-    of its table of environments (the steps for an environment that fits this machine better)."""
+    """Every line of the code blocks in the README's "In a terminal" section and in
+    docs/development.md (git and pre-commit), and the commands of docs/stacks.md's table of
+    environments (the steps for an environment that fits this machine better)."""
     readme = baked.read("README.md")
     section = readme.split("### In a terminal", 1)[1].split("\n## ", 1)[0]
+    section += baked.read("docs/development.md")
     blocks = re.findall(r"```\n(.*?)```", section, re.S)
     lines = {line.strip() for block in blocks for line in block.splitlines() if line.strip()}
-    table = readme.split("## Which environment", 1)[1].split("\n## ", 1)[0]
+    stacks = baked.read("docs/stacks.md")
+    table = stacks.split("## Which environment", 1)[1].split("\n## ", 1)[0]
     rows = [row for row in table.splitlines() if row.startswith("| ")]
     return lines | {command for row in rows for command in re.findall(r"`([^`]+)`", row)}
 
@@ -186,7 +189,8 @@ def test_the_next_steps_are_the_readme_steps(bake, env_manager):
     missing = [c for c in commands if not c.startswith("cd ") and c not in readme]
     assert missing == []
     assert {"git init", "pre-commit install", "pre-commit run --all-files"} <= set(commands)
-    for name in ("README.md", "README.zh-CN.md"):  # offline, a commit must not be stuck
-        text = baked.read(name)
-        assert text.index("\npre-commit run --all-files") < text.index("\npre-commit install")
-        assert "git commit --no-verify" in text and "pre-commit uninstall" in text
+    text = baked.read("docs/development.md")  # offline, a commit must not be stuck
+    assert text.index("\npre-commit run --all-files") < text.index("\npre-commit install")
+    assert "git commit --no-verify" in text and "pre-commit uninstall" in text
+    for name in ("README.md", "README.zh-CN.md"):  # where a student finds those steps
+        assert "](docs/development.md)" in baked.read(name)

@@ -1,10 +1,11 @@
 """The documentation tells the truth about this project.
 
-Every ``python -m`` command and every project file the READMEs and docs name exists; the links
-between documents (and their #anchors) resolve; the run configurations in the README are the
-ones in ``.run/`` and ``.vscode/``; the messages quoted in Troubleshooting are the program's
-own; the English and Chinese READMEs say the same things; and the checks that docs/directml.md
-quotes still agree with it on this machine.
+The READMEs are the student's: short, the first run within the first screen, every other page
+in docs/ one link away. Every ``python -m`` command and every project file the READMEs and docs
+name exists; the links between documents (and their #anchors) resolve; the run configurations
+in the README are the ones in ``.run/`` and ``.vscode/``; the messages quoted in
+docs/troubleshooting.md are the program's own; the English and Chinese READMEs say the same
+things; and the checks that docs/directml.md quotes still agree with it on this machine.
 """
 
 from __future__ import annotations
@@ -29,13 +30,22 @@ from {{ cookiecutter.package_name }}.doctor.reports import (
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = package.__name__
 SOURCES = Path(package.__file__).resolve().parent
-DOCUMENTS = [
-    "README.md",
-    "README.zh-CN.md",
+READMES = ["README.md", "README.zh-CN.md"]
+PAGES = [
+    "docs/commands.md",
+    "docs/development.md",
     "docs/directml.md",
-    "docs/workshop.md",
     "docs/distributed.md",
+    "docs/onnx.md",
+    "docs/own-images.md",
+    "docs/report.md",
+    "docs/stacks.md",
+    "docs/troubleshooting.md",
+    "docs/workshop.md",
 ]
+DOCUMENTS = READMES + PAGES
+README_LINES = 200  # at most, in either language
+FIRST_RUN_LINES = 60  # the first-run steps all lie within them
 # Folders and files that the commands create: named in the docs, absent from a fresh project.
 OUTPUTS = ("data", "runs", "reports", "wheelhouse", ".venv", "build")
 PROJECT_FOLDERS = ("docs", "src", "tests", "tools", ".run", ".vscode", ".github")
@@ -95,6 +105,10 @@ def links(text: str) -> list:
 @pytest.mark.parametrize("document", DOCUMENTS)
 def test_document_exists(document):
     assert (ROOT / document).is_file()
+
+
+def test_every_page_in_docs_is_checked_here():
+    assert sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")) == PAGES
 
 
 @pytest.mark.parametrize("document", DOCUMENTS)
@@ -159,15 +173,70 @@ def test_links_between_documents_resolve(document):
             )
 
 
-def test_the_readmes_link_each_other_and_the_docs():
+def test_the_readmes_link_each_other_and_every_page_of_the_docs():
     english, chinese = read("README.md"), read("README.zh-CN.md")
 
     assert "](README.zh-CN.md)" in english
     assert "](README.md)" in chinese
     for text in (english, chinese):
-        assert "](docs/directml.md)" in text and "](docs/workshop.md)" in text
-    for doc in ("docs/directml.md", "docs/workshop.md"):
-        assert "](../README.md)" in read(doc)
+        linked = {link.partition("#")[0] for link in links(text)}
+        assert set(PAGES) <= linked, sorted(set(PAGES) - linked)
+    for page in PAGES:
+        assert "](../README.md)" in read(page), f"{page} has no way back to the README"
+
+
+# ------------------------------------------------------------- the student's README
+
+
+@pytest.mark.parametrize("document", READMES)
+def test_the_readme_is_short(document):
+    lines = read(document).splitlines()
+
+    assert len(lines) <= README_LINES, f"{document}: {len(lines)} lines"
+
+
+def first_run_steps() -> list:
+    """The first run's five steps: for each, the run configurations that take it (by name)
+    and the terminal command."""
+    steps = [
+        f"python -m {PACKAGE}.verify_install",
+        f"python -m {PACKAGE}.train --dataset synthetic",
+        f"python -m {PACKAGE}.train",
+        f"python -m {PACKAGE}.evaluate",
+        f"python -m {PACKAGE}.draw",
+    ]
+    configurations = {}
+    if (ROOT / ".run").is_dir():
+        configurations.update(pycharm_configurations())
+    if (ROOT / ".vscode").is_dir():
+        configurations.update(vscode_configurations())
+    found = []
+    for command in steps:
+        names = {
+            name
+            for name, runs in configurations.items()
+            if runs.replace(" --cpu-fallback-ok", "") == command
+        }
+        assert names or not configurations, f"no run configuration runs {command}"
+        found.append((command, names))
+    return found
+
+
+@pytest.mark.parametrize(
+    "document,heading", [("README.md", "First run"), ("README.zh-CN.md", "第一次运行")]
+)
+def test_the_first_run_is_on_the_first_screen(document, heading):
+    """What the project is, then the first run: each of its steps (training among them) by its
+    run configuration's name or by its command, within the README's first lines."""
+    text = read(document)
+    first = "\n".join(text.splitlines()[:FIRST_RUN_LINES])
+
+    assert re.findall(r"(?m)^## (.+)$", text)[0] == heading
+    assert re.search(r"\btrain\b", first)
+    for command, names in first_run_steps():
+        assert command in first or any(name in first for name in names), (
+            f"{document}: the step {command} is not in the first {FIRST_RUN_LINES} lines"
+        )
 
 
 # ---------------------------------------------------------------- run configurations
@@ -274,8 +343,8 @@ def troubleshooting_messages(text: str) -> list:
     return re.findall(r"(?m)^#### `([^`]+)`", text)
 
 
-@pytest.mark.parametrize("document", ["README.md", "README.zh-CN.md"])
-def test_troubleshooting_quotes_the_programs_own_messages(document):
+def test_troubleshooting_quotes_the_programs_own_messages():
+    document = "docs/troubleshooting.md"
     corpus = program_strings() + recorded_outputs()
     messages = troubleshooting_messages(read(document))
 
@@ -292,7 +361,11 @@ def test_troubleshooting_quotes_the_programs_own_messages(document):
 def test_both_readmes_say_the_same_things():
     english, chinese = read("README.md"), read("README.zh-CN.md")
 
-    assert troubleshooting_messages(english) == troubleshooting_messages(chinese)
+    pages = [
+        {link.partition("#")[0] for link in links(text)} - set(READMES)
+        for text in (english, chinese)
+    ]
+    assert pages[0] == pages[1]
     for pattern in (r"python -m [\w.]+", r"--[a-z][\w-]+", r"https?://[\w./%:?=&~+-]+"):
         assert sorted(set(re.findall(pattern, english))) == sorted(
             set(re.findall(pattern, chinese))
