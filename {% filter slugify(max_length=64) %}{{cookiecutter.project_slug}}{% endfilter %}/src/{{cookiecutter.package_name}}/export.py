@@ -72,15 +72,30 @@ class Comparison:
         )
 
 
+def _recorded_classes(state: dict) -> list[str] | None:
+    """The classes of your own pictures that the checkpoint records (its data split)."""
+    split = state.get("data_split")
+    recorded = split.get("classes") if isinstance(split, dict) else None
+    if isinstance(recorded, list) and recorded and all(isinstance(n, str) for n in recorded):
+        return recorded[:NUM_CLASSES]
+    return None
+
+
 def class_names(state: dict) -> list[str]:
     """The name of each output: the digits, or the classes of your own pictures that the
     checkpoint records (its data split); outputs no class uses are named by number."""
     names = [str(i) for i in range(NUM_CLASSES)]
-    split = state.get("data_split")
-    recorded = split.get("classes") if isinstance(split, dict) else None
-    if isinstance(recorded, list) and all(isinstance(name, str) for name in recorded):
-        names[: len(recorded)] = recorded[:NUM_CLASSES]
+    recorded = _recorded_classes(state)
+    if recorded is not None:
+        names[: len(recorded)] = recorded
     return names
+
+
+def class_count(state: dict) -> int:
+    """How many of the outputs are classes the model learned (the first ones); the others
+    answer nothing a program should show."""
+    recorded = _recorded_classes(state)
+    return NUM_CLASSES if recorded is None else len(recorded)
 
 
 def metadata(state: dict, path: Path) -> dict[str, str]:
@@ -90,6 +105,7 @@ def metadata(state: dict, path: Path) -> dict[str, str]:
     return {
         "format": onnx_runtime.FORMAT,
         "class_names": json.dumps(class_names(state), ensure_ascii=False),
+        "class_count": str(class_count(state)),
         "preparation": json.dumps(
             {
                 "input": "uint8 pixels (28, 28), a white digit on black, centred like MNIST",
