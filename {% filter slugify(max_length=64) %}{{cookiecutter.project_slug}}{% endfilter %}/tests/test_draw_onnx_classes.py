@@ -42,9 +42,7 @@ def test_the_onnx_runtime_shows_the_models_own_classes(trained_run, tmp_path, cl
     assert reader.read(canvas)["classes"] == classes  # the page shows one bar per class
 
 
-def test_a_model_exported_before_it_counted_its_classes_drops_the_padding(
-    trained_run, tmp_path
-):
+def test_a_model_exported_before_it_counted_its_classes_drops_the_padding(trained_run, tmp_path):
     import onnx
 
     onnx_path = _exported_with_classes(trained_run, tmp_path, ["circle", "cross"])
