@@ -214,13 +214,14 @@ def my_share(split: T, whole: bool = False) -> T:
     """This process's slice of ``split``: images rank, rank + W, rank + 2W, ... Training
     (``whole`` False) leaves out the last ``len % W`` images of the shuffle, so that every
     process has as many batches (an uneven count would leave one waiting for the others);
-    evaluation (``whole`` True) keeps every image."""
+    evaluation (``whole`` True) keeps every image. A process beyond the last image (more
+    processes than validation pictures) gets none: it adds zero to the sums."""
     if not current().many:
         return split
     from .. import data  # data imports the datasets, which need nothing from here
 
     rank, world = current().rank, current().world_size
-    end = len(split) if whole else len(split) - len(split) % world
+    end = max(rank, len(split) if whole else len(split) - len(split) % world)
     if isinstance(split, data.LoaderSplit):  # a folder: the DataLoader reads only these
         return split.reordered(torch.arange(rank, end, world))
     return data.Split(split.images[rank:end:world], split.labels[rank:end:world])
