@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
 from dataclasses import replace
@@ -44,6 +45,13 @@ from .ranks import SINGLE, Processes, current, set_current
 from .stopping import DeviceFailed, StopSignal, TrainError
 
 T = TypeVar("T")
+
+# What gloo and nccl say when another process of the run is gone (killed, out of memory).
+LOST_PEER = re.compile(
+    r"Connection (reset|closed) by peer|Broken pipe|remote process exited|"
+    r"NCCL communicator was aborted|ncclRemoteError",
+    re.IGNORECASE,
+)
 
 # The stacks that can train with several processes, and the backend each uses.
 BACKENDS = {"cuda": "nccl", "xpu": "xccl", "cpu": "gloo"}
@@ -162,10 +170,40 @@ def processes(option: Any, environ: Any = os.environ) -> Iterator[Any]:
         silence_stdout()
     try:
         yield option
+    except ProcessLost:
+        raise
+    except Exception as error:
+        sentence = lost_process(error)
+        if sentence is None:
+            raise
+        raise ProcessLost(sentence) from error
     finally:
         set_current(SINGLE)
         with contextlib.suppress(Exception):  # after a failure of another process too
             dist.destroy_process_group()
+
+
+class ProcessLost(TrainError):
+    """Another process of the run is gone: this one stops with one sentence, whatever its
+    rank, since rank 0 may be the one that is gone."""
+
+    exit_code = 1
+
+
+def lost_process(error: BaseException) -> str | None:
+    """The sentence for ``error`` (or the error behind it, such as a GPU failure it was taken
+    for) when it says that another process of the run is gone; None for any other error."""
+    seen: BaseException | None = error
+    while seen is not None:
+        found = LOST_PEER.search(str(seen))
+        if found:
+            return (
+                f"Another process of this run stopped (killed, or out of memory?), so this one "
+                f"stops too ({found.group(0)}): start the same torchrun command with --resume "
+                "to continue from the last checkpoint."
+            )
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _device_name(module: Any, index: int) -> str:
@@ -370,4 +408,4 @@ def keeps_quiet(error: TrainError) -> bool:
         rank = from_environment().rank
     except TrainError:
         return False
-    return rank != 0 and not isinstance(error, DeviceFailed)
+    return rank != 0 and not isinstance(error, (DeviceFailed, ProcessLost))
