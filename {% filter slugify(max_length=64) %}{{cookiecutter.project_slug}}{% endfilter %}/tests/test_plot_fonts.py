@@ -19,7 +19,7 @@ HISTORY = [
 
 
 @pytest.fixture
-def fonts_as_found(monkeypatch):
+def fonts_as_found():
     """plot_fonts looks at this computer's fonts afresh, and again after the test."""
     plot_fonts.families.cache_clear()
     yield

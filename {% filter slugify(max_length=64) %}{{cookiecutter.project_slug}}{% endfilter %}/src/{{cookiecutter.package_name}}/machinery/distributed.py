@@ -12,7 +12,8 @@ its input):
 
 - ``processes``: joins the process group (nccl for CUDA and ROCm, xccl for Intel XPU, gloo for
   the CPU) on the device of this process's local rank; refuses DirectML and MPS, which have no
-  distributed backend.
+  distributed backend. A process that finds another one gone (killed, out of memory) stops
+  with one sentence (``ProcessLost``) instead of gloo's or nccl's traceback.
 - ``shared``: the model wrapped in ``DistributedDataParallel``; ``unwrapped`` gives it back
   for checkpoints.
 - ``my_share``: every W-th image of a split, starting at this process's rank: each process
