@@ -99,7 +99,7 @@ class OnnxReader(Reader):
 
     def __init__(self, model) -> None:
         self.model = model  # predict.Model: it allows one Run at a time itself
-        self.classes = list(model.classes)  # from the model's metadata
+        self.classes = learned_classes(model)  # from the model's metadata
 
     def probabilities(self, images: torch.Tensor) -> torch.Tensor:
         logits = self.model.logits(data.to_model_input(images, torch.device("cpu")).numpy())
@@ -109,7 +109,22 @@ class OnnxReader(Reader):
         return onnx_runtime.describe(self.model)
 
 
+def learned_classes(model) -> list[str]:
+    """The names of the outputs an exported model learned: its metadata names all ten and
+    says how many of them (the first) are classes of its training data (``class_count``).
+    A model exported before it said so: a folder's unused outputs are named by their number."""
+    names = [str(name) for name in model.classes]
+    count = model.metadata.get("class_count", "")
+    if count.isdigit() and 0 < int(count) <= len(names):
+        return names[: int(count)]
+    if model.metadata.get("dataset", "").startswith("folder:"):
+        while len(names) > 1 and names[-1] == str(len(names) - 1):
+            names.pop()
+    return names
+
+
 def load_onnx_reader(path: Path) -> tuple[OnnxReader, checkpoints.Checkpoint]:
+
     """``path`` (model.onnx, or a checkpoint whose folder holds one) run by ONNX Runtime, and
     what it was trained on, as load_reader gives it; DrawError if it cannot be had."""
     path = Path(path)

@@ -84,11 +84,19 @@ def class_names(checkpoint: checkpoints.Checkpoint) -> list[str]:
     return names
 
 
+def class_count(checkpoint: checkpoints.Checkpoint) -> int:
+    """How many of the outputs are classes the model learned (the first ones); the others
+    answer nothing a program should show."""
+    recorded = checkpoint.classes
+    return min(len(recorded), NUM_CLASSES) if recorded else NUM_CLASSES
+
+
 def metadata(checkpoint: checkpoints.Checkpoint, path: Path) -> dict[str, str]:
     """What a program needs to use the model, as ONNX metadata (strings; JSON for lists)."""
     return {
         "format": onnx_runtime.FORMAT,
         "class_names": json.dumps(class_names(checkpoint), ensure_ascii=False),
+        "class_count": str(class_count(checkpoint)),
         "preparation": json.dumps(
             {
                 "input": "uint8 pixels (28, 28), a white digit on black, centred like MNIST",

@@ -256,7 +256,7 @@ def train(
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit code (0 ok, 2 user error, 3 diverged, 4 the GPU
-    failed, 130 Ctrl+C)."""
+    failed, 1 another process of a torchrun run stopped, 130 Ctrl+C)."""
     return train_command.main(argv, train, TrainConfig)
 
 

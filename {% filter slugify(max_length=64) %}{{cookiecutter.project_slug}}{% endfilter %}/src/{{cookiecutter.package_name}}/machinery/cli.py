@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 import unicodedata
 from pathlib import Path
@@ -268,6 +269,20 @@ def _close_gaps() -> None:
                     os.close(opened)
 
 
+def _interrupted_while_loading(signum: int, frame: Any) -> None:
+    sys.stderr.write("Interrupted.\n")
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+def quiet_ctrl_c_while_loading() -> None:
+    """Ctrl+C before the command starts (torch takes seconds to load, more on Windows) ends
+    it with "Interrupted.", not with the traceback of an import; ``command`` gives Ctrl+C
+    back to the command when it starts. Where Ctrl+C is ignored (a background job), it stays
+    ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted_while_loading)
+
+
 def command(main: Callable[[Sequence[str] | None], int]) -> Callable[..., int]:
     """A command's entry point around ``main(argv)``, whose output goes through ``write_out``:
     a console that cannot show a character shows a replacement (``safe_console``); Ctrl+C
@@ -276,6 +291,8 @@ def command(main: Callable[[Sequence[str] | None], int]) -> Callable[..., int]:
 
     @functools.wraps(main)
     def entry(argv: Sequence[str] | None = None) -> int:
+        if signal.getsignal(signal.SIGINT) is _interrupted_while_loading:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # the command's own now
         _close_gaps()
         safe_console()
         try:

@@ -12,7 +12,8 @@ its input):
 
 - ``processes``: joins the process group (nccl for CUDA and ROCm, xccl for Intel XPU, gloo for
   the CPU) on the device of this process's local rank; refuses DirectML and MPS, which have no
-  distributed backend.
+  distributed backend. A process that finds another one gone (killed, out of memory) stops
+  with one sentence (``ProcessLost``) instead of gloo's or nccl's traceback.
 - ``shared``: the model wrapped in ``DistributedDataParallel``; ``unwrapped`` gives it back
   for checkpoints.
 - ``my_share``: every W-th image of a split, starting at this process's rank: each process
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
 from dataclasses import replace
@@ -44,6 +46,13 @@ from .ranks import SINGLE, Processes, current, set_current
 from .stopping import DeviceFailed, StopSignal, TrainError
 
 T = TypeVar("T")
+
+# What gloo and nccl say when another process of the run is gone (killed, out of memory).
+LOST_PEER = re.compile(
+    r"Connection (reset|closed) by peer|Broken pipe|remote process exited|"
+    r"NCCL communicator was aborted|ncclRemoteError",
+    re.IGNORECASE,
+)
 
 # The stacks that can train with several processes, and the backend each uses.
 BACKENDS = {"cuda": "nccl", "xpu": "xccl", "cpu": "gloo"}
@@ -162,10 +171,40 @@ def processes(option: Any, environ: Any = os.environ) -> Iterator[Any]:
         silence_stdout()
     try:
         yield option
+    except ProcessLost:
+        raise
+    except Exception as error:
+        sentence = lost_process(error)
+        if sentence is None:
+            raise
+        raise ProcessLost(sentence) from error
     finally:
         set_current(SINGLE)
         with contextlib.suppress(Exception):  # after a failure of another process too
             dist.destroy_process_group()
+
+
+class ProcessLost(TrainError):
+    """Another process of the run is gone: this one stops with one sentence, whatever its
+    rank, since rank 0 may be the one that is gone."""
+
+    exit_code = 1
+
+
+def lost_process(error: BaseException) -> str | None:
+    """The sentence for ``error`` (or the error behind it, such as a GPU failure it was taken
+    for) when it says that another process of the run is gone; None for any other error."""
+    seen: BaseException | None = error
+    while seen is not None:
+        found = LOST_PEER.search(str(seen))
+        if found:
+            return (
+                f"Another process of this run stopped (killed, or out of memory?), so this one "
+                f"stops too ({found.group(0)}): start the same torchrun command with --resume "
+                "to continue from the last checkpoint."
+            )
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _device_name(module: Any, index: int) -> str:
@@ -214,13 +253,14 @@ def my_share(split: T, whole: bool = False) -> T:
     """This process's slice of ``split``: images rank, rank + W, rank + 2W, ... Training
     (``whole`` False) leaves out the last ``len % W`` images of the shuffle, so that every
     process has as many batches (an uneven count would leave one waiting for the others);
-    evaluation (``whole`` True) keeps every image."""
+    evaluation (``whole`` True) keeps every image. A process beyond the last image (more
+    processes than validation pictures) gets none: it adds zero to the sums."""
     if not current().many:
         return split
     from .. import data  # data imports the datasets, which need nothing from here
 
     rank, world = current().rank, current().world_size
-    end = len(split) if whole else len(split) - len(split) % world
+    end = max(rank, len(split) if whole else len(split) - len(split) % world)
     if isinstance(split, data.LoaderSplit):  # a folder: the DataLoader reads only these
         return split.reordered(torch.arange(rank, end, world))
     return data.Split(split.images[rank:end:world], split.labels[rank:end:world])
@@ -369,4 +409,4 @@ def keeps_quiet(error: TrainError) -> bool:
         rank = from_environment().rank
     except TrainError:
         return False
-    return rank != 0 and not isinstance(error, DeviceFailed)
+    return rank != 0 and not isinstance(error, (DeviceFailed, ProcessLost))

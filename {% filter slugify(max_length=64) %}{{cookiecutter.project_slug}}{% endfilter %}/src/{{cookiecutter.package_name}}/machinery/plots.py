@@ -7,9 +7,11 @@ works on machines without a display. matplotlib is imported only when a plot is 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Sequence
 
+from . import plot_fonts
 from .checkpoints import CheckpointWriteError, atomic_path
 from .untrusted import printable
 
@@ -17,6 +19,17 @@ CURVES_PNG = "curves.png"
 CONFUSION_PNG = "confusion_matrix.png"
 
 DATASET_LABELS = {"mnist": "MNIST", "synthetic": "SYNTHETIC digits (generated, not MNIST)"}
+
+
+def _with_plot_fonts(build: Any) -> Any:
+    """``build`` makes (or draws) its text with fonts for every script (``plot_fonts``)."""
+
+    @functools.wraps(build)
+    def building(*args: Any, **kwargs: Any) -> Any:
+        with plot_fonts.in_use():
+            return build(*args, **kwargs)
+
+    return building
 
 
 def _new_figure(width: float, height: float):
@@ -28,6 +41,7 @@ def _new_figure(width: float, height: float):
     return figure
 
 
+@_with_plot_fonts
 def _save(figure, path: Path) -> Path:
     path = Path(path)
     try:
@@ -40,8 +54,9 @@ def _save(figure, path: Path) -> Path:
 
 def plain(text: str) -> str:
     """``text`` as matplotlib shows it literally: a pair of ``$`` would otherwise start
-    mathtext (``sh$\\foo$pes`` fails to draw), and a folder's name is the user's text."""
-    return str(text).replace("$", r"\$")
+    mathtext (``sh$\\foo$pes`` fails to draw), and a folder's name is the user's text; a
+    character no font here has is written as its code (``plot_fonts.readable``)."""
+    return plot_fonts.readable(str(text)).replace("$", r"\$")
 
 
 def draw_safely(draw: Any, path: Path) -> Path | str:
@@ -98,6 +113,7 @@ def _style_axes(loss_ax, error_ax, last_epoch: int, epochs: Sequence[int], withi
     )
 
 
+@_with_plot_fonts
 def curves_figure(
     history: Sequence[dict[str, Any]],
     title: str,
@@ -152,6 +168,7 @@ def plot_curves(
     return _save(curves_figure(history, title, within), path)
 
 
+@_with_plot_fonts
 def comparison_figure(
     runs: Sequence[tuple[str, Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], title: str
 ):
@@ -215,6 +232,7 @@ def plot_confusion(
     return _save(confusion_figure(matrix, title, classes), path)
 
 
+@_with_plot_fonts
 def confusion_figure(
     matrix: Sequence[Sequence[int]], title: str, classes: Sequence[str] | None = None
 ):
@@ -268,13 +286,12 @@ def confusion_figure(
     )
     ax.set_xticklabels(names, rotation=45 if classes else 0, ha="right" if classes else "center")
     ax.set_yticklabels(names)
-    ax.text(
+    figure.text(  # below the class names, however long they are
         0.5,
-        -0.13,
+        0.01,
         "green: correct (the diagonal); red: errors, on their own scale",
-        transform=ax.transAxes,
         ha="center",
         fontsize=8,
     )
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
     return figure
