@@ -64,7 +64,7 @@ def test_hostile_project_name_round_trips_through_every_config_file(bake, name):
     project = baked.toml("pyproject.toml")["project"]
     assert project["description"] == expected
     assert project["authors"][0]["name"] == expected
-    settings = baked.json(f"src/{baked.package}/machinery/project.json")
+    settings = baked.json("src/gpu_doctor/project.json")
     assert settings["project_name"] == expected
     assert baked.json(".cookiecutter.json")["cookiecutter"]["project_name"] == name
     for markdown in ("README.md", "README.zh-CN.md"):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:
-    from ..machinery.project import Project
+    from .project import Project
 
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 DEV = Path("/dev")
@@ -74,7 +74,7 @@ def rocm_support(target: str, supported: Iterable[str]) -> RocmSupport:
 def supported_targets() -> tuple[str, ...]:
     """The gfx targets of the pinned ROCm build, from the project's support table."""
     try:
-        from ..machinery.project import load_project
+        from .project import load_project
 
         return tuple(load_project().stacks.get("rocm", {}).get("gfx_targets", ()))
     except Exception:  # no readable project.json: the support of a target is then unknown

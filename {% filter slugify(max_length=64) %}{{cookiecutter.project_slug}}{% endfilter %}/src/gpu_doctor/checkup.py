@@ -9,12 +9,12 @@ The JSON's fields and every finding's stable ``code`` are listed in docs/report.
 Steps, in one direction: the standard-library checks (``envcheck``: facts gathered once, then
 the rules of Python, OS, GPUs and drivers, the environment choice); the installed packages and
 torch's build (``rules/packages.py``, ``rules/torch_build.py``); the devices torch finds
-(``rules/devices.py``); the probes with torch (``probes``: a LeNet forward and backward pass on
-the chosen device compared with the CPU, one training step with the operators that fell back
-to the CPU, its time on the device and on the CPU; ``stepwise`` names the step that fails),
-whose rows ``rules/run.py`` words; ONNX Runtime when it is installed (``onnx_runtime_check``,
-outside the verdict); then the report (``report``: verdict, exit code, JSON) and its text or
-Markdown (``render``).
+(``rules/device_checks.py``); the probes with torch (``probes``: a LeNet forward and backward
+pass on the chosen device compared with the CPU, one training step with the operators that fell
+back to the CPU, its time on the device and on the CPU; ``stepwise`` names the step that
+fails), whose rows ``rules/training_step.py`` words; ONNX Runtime when it is installed
+(``onnx_runtime_check``, outside the verdict); then the report (``verdict``: verdict, exit
+code, JSON) and its text or Markdown (``render``).
 
 Exit codes: 0 the chosen accelerator works (or a CPU-only project runs on the CPU); 3 training
 falls back to the CPU (0 with ``--cpu-fallback-ok``, as the PyCharm run configuration passes);
@@ -33,7 +33,9 @@ import time
 import warnings
 from typing import Any, Sequence
 
-from ..machinery.cli import (
+from . import emulation, envcheck, onnx_runtime_check, probes
+from .bounded import describe_error
+from .commands import (
     add_device_option,
     command,
     command_parser,
@@ -41,13 +43,14 @@ from ..machinery.cli import (
     json_for,
     write_out,
 )
-from ..machinery.project import Project, load_project
-from . import emulation, envcheck, onnx_runtime_check, probes
-from .bounded import describe_error
 from .facts import active_stack
 from .findings import FAIL
+from .project import Project, load_project, project_module, project_package
 from .render import render_markdown, render_text
-from .report import (
+from .rules import device_checks as device_rules
+from .rules import environment, packages
+from .rules import training_step as step_rules
+from .verdict import (
     EXIT_BROKEN,
     EXIT_CODES_HELP,
     EXIT_CPU_FALLBACK,
@@ -55,12 +58,6 @@ from .report import (
     Report,
     exit_status,
 )
-from .rules import devices as device_rules
-from .rules import environment, packages
-from .rules import run as run_rules
-
-# The project's package: the doctor lives one level below it.
-PACKAGE = (__package__ or "").rpartition(".")[0]
 
 
 def import_torch() -> Any:
@@ -70,8 +67,7 @@ def import_torch() -> Any:
 def load_modules() -> tuple[Any, Any, Any]:
     """The project's torch modules: devices, model and train."""
     return tuple(  # type: ignore[return-value]
-        importlib.import_module(f"{PACKAGE}.{name}")
-        for name in ("machinery.devices", "model", "train")
+        project_module(name) for name in ("machinery.devices", "model", "train")
     )
 
 
@@ -134,7 +130,7 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
     except Exception as error:
         report.findings.append(packages.project_import_finding(error, project))
         report.exit_code = EXIT_BROKEN
-        report.verdict = packages.project_import_verdict(error)
+        report.verdict = packages.project_import_verdict(error, project)
         return
     try:
         since = report.lap("import torch", since)
@@ -256,7 +252,7 @@ def _record_devices(report: Report, discovery: Any) -> None:
 def _count_devices(report: Report, discovery: Any, kind: str) -> None:
     """How many devices of the chosen ``kind`` there are, and the torchrun command that trains
     on all of them when there are several."""
-    distributed = importlib.import_module(f"{PACKAGE}.machinery.distributed")
+    distributed = project_module("machinery.distributed")
     count = sum(1 for option in discovery.options if option.kind == kind)
     report.findings.append(device_rules.device_count(distributed.devices_line(kind, count)))
     if report.chosen is not None:
@@ -287,7 +283,7 @@ def _probe(
         if located is not None:  # --json: a room's reports show which GPU fails where
             report.failed_step = {"during": check.lower(), **located.to_dict()}
         report.findings.append(
-            run_rules.failure(
+            step_rules.failure(
                 check, work, error, located, report.recommendation, project, seen[0], seen[1]
             )
         )
@@ -297,25 +293,25 @@ def _probe(
         report.smoke_test = probes.smoke_test(torch, lenet, device)
     except Exception as error:
         report.smoke_test = {"device": str(device), "passed": False, "error": describe_error(error)}
-        return failed(run_rules.SMOKE_TEST, f"LeNet forward+backward on {where}", error)
-    report.findings.append(run_rules.smoke_test(report.smoke_test, where, accelerator))
+        return failed(step_rules.SMOKE_TEST, f"LeNet forward+backward on {where}", error)
+    report.findings.append(step_rules.smoke_test(report.smoke_test, where, accelerator))
     if not report.smoke_test["passed"]:
         return False
     try:
         operators, others, timing = probes.training_step(torch, lenet, train, device, accelerator)
     except Exception as error:
-        return failed(run_rules.TRAIN_STEP, f"One training step on {where}", error)
+        return failed(step_rules.TRAIN_STEP, f"One training step on {where}", error)
     report.fallback_operators, report.timing = operators, timing
-    report.findings += run_rules.training_step(operators, others, where)
+    report.findings += step_rules.training_step(operators, others, where)
     # A CPU emulating the GPU (Wine on a CPU Vulkan driver): no speed claim may come from it.
     timing["emulated"] = emulation.emulated_gpu() if device.type == "privateuseone" else None
-    report.findings.append(run_rules.timing(timing, where))
+    report.findings.append(step_rules.timing(timing, where))
     return True
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = command_parser(
-        f"{PACKAGE or '<package>'}.verify_install",
+        f"{project_package()}.verify_install",
         "Check Python, OS, GPU drivers, the installed packages and the device PyTorch trains "
         "on; print a table, a verdict and the fixes.",
         epilog=EXIT_CODES_HELP,

@@ -1,7 +1,7 @@
 """The stable code of every finding, and the version of verify_install's ``--json`` report.
 
 A finding's wording may change between versions of the project; its code does not. Scripts
-and ``doctor.reports`` group a room's reports by code. Each rule module declares the codes it
+and ``summary`` group a room's reports by code. Each rule module declares the codes it
 gives (its ``CODES``, beside the rules); this is their union, in the order of docs/report.md's
 table, which a test keeps equal. Never rename a code.
 Standard library only (the project generator's hook imports the doctor before torch exists).
@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import findings, onnx_runtime_check
 from .rules import (
     cuda,
-    devices,
+    device_checks,
     drivers,
     environment,
     gpus,
@@ -21,9 +21,9 @@ from .rules import (
     packages,
     python,
     rocm,
-    run,
     system,
     torch_build,
+    training_step,
 )
 
 # 2: codes on findings, template_version, created, home folder written as "~".
@@ -41,8 +41,8 @@ SUBJECTS = (
     environment,
     packages,
     torch_build,
-    devices,
-    run,
+    device_checks,
+    training_step,
     onnx_runtime_check,
     findings,
 )

@@ -14,13 +14,13 @@ import datetime
 import sys
 from typing import Callable, Iterable
 
-from ..machinery.project import Project, load_project
 from . import facts as gather
 from .bounded import describe_error
 from .facts import Facts
 from .findings import Finding, internal_error
 from .gpus import GpuScan
 from .os_info import OsInfo
+from .project import Project, load_project
 from .render import format_findings  # noqa: F401  (the hook prints with it)
 from .rules import environment, gpus, packages, python, system
 

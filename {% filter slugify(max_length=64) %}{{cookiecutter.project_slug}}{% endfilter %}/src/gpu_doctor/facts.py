@@ -13,10 +13,10 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..machinery.project import Project
 from . import active_environment, gpu_linux, gpu_windows, nvidia, os_info, recommend
 from .gpus import GpuScan
 from .os_info import OsInfo
+from .project import Project
 from .rules.environment import recommendation_details
 
 

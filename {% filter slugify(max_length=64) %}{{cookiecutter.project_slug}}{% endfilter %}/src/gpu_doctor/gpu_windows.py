@@ -22,10 +22,10 @@ import uuid
 from dataclasses import replace
 from typing import Any, Callable
 
-from ..machinery.cli import clean_name
 from . import nvidia
 from .bounded import CommandResult, call_with_timeout, run_command
 from .gpus import NVIDIA, SOFTWARE, Gpu, GpuScan
+from .safe_text import clean_name
 
 DXGI_TIMEOUT = 5.0
 REGISTRY_TIMEOUT = 3.0

@@ -10,7 +10,7 @@ import datetime
 import re
 from dataclasses import dataclass, field
 
-from ..machinery.cli import clean_name
+from .safe_text import clean_name
 
 AMD, INTEL, NVIDIA, QUALCOMM, MICROSOFT = 0x1002, 0x8086, 0x10DE, 0x5143, 0x1414
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from .bounded import describe_error
 from .findings import OK, WARN, Finding
+from .project import project_module
 
 CHECK = "ONNX Runtime"
 
@@ -87,10 +88,8 @@ def findings() -> list[Finding]:
     try:
         import onnxruntime as ort
 
-        from ..predict import best_provider
-
         providers = ort.get_available_providers()
-        best = best_provider(providers)
+        best = project_module("predict").best_provider(providers)  # the provider it will use
     except Exception as error:
         return [_broken(packages[0], f"does not import: {describe_error(error)}")]
     listed = ", ".join(providers)

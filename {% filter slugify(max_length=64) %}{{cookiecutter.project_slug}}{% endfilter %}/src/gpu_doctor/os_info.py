@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from ..machinery.cli import clean_name
 from .bounded import run_command
+from .safe_text import clean_name
 
 WSL_DXG = "dev/dxg"  # the GPU paravirtualization device of WSL2
 WSL_D3D12 = "usr/lib/wsl/lib/libd3d12.so"  # Direct3D 12 for Linux, shared in from Windows

@@ -6,9 +6,11 @@ and the tests read one source of truth. Standard library only.
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 PROJECT_FILE = Path(__file__).with_name("project.json")
 
@@ -93,3 +95,19 @@ def load_project(path: Path = PROJECT_FILE) -> Project:
         stacks=dict(data.get("stacks", {})),
         template_version=str(data.get("template_version", "")),
     )
+
+
+def project_package() -> str:
+    """The project's own package, for a command's usage line; "<package>" when project.json
+    cannot be read (the check itself then says so)."""
+    try:
+        return load_project().package_name
+    except Exception:
+        return "<package>"
+
+
+def project_module(name: str) -> Any:
+    """A module of the project's own package (project.json names it): the doctor imports the
+    project only through here, to run its model and training step once torch is known to
+    import, and to ask its predict module which ONNX Runtime provider it would use."""
+    return importlib.import_module(f"{project_package()}.{name}")

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 from .codes import SCHEMA_VERSION
 from .findings import FAIL, OK, WARN, Finding
-from .report import EXIT_CPU_FALLBACK, Report, can_go_on, describe_platform, private_path
+from .verdict import EXIT_CPU_FALLBACK, Report, can_go_on, describe_platform, private_path
 
 MARKS = {OK: "ok", WARN: "WARN", FAIL: "FAIL"}
 

@@ -1,7 +1,7 @@
 """A room of machines, read from their ``verify_install --json`` reports: what each report says
-(``Machine``, its ``Problem``s), read as text from other people's machines (``report_files``),
+(``Machine``, its ``Problem``s), read as text from other people's machines (``saved_reports``),
 and what the room shares (the verdicts per stack, the problems several machines have, the
-devices, the steps that fail). ``reports`` prints it. Standard library only.
+devices, the steps that fail). ``summary`` prints it. Standard library only.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..machinery.untrusted import FIELD_LIMIT, printable
-from .report_files import (
+from .safe_text import FIELD_LIMIT, printable
+from .saved_reports import (
     MAX_ENTRIES,
     ReportError,
     decode,

@@ -1,4 +1,4 @@
-"""Text from a file the user did not write, made safe to print.
+"""Text from a file the user did not write, or a name from a driver, made safe to print.
 
 A participant's report, or a lock file left by another process, may hold escape sequences
 that retitle the window, clear the screen, move the cursor to rewrite lines already shown,
@@ -62,3 +62,16 @@ def printable(value: Any, limit: int | None = FIELD_LIMIT) -> str:
         _escape(char) if unicodedata.category(char) in ESCAPED_CATEGORIES else char for char in text
     )
     return f"{shown}... [cut: {total:,} characters]" if cut else shown
+
+
+def clean_name(value: Any) -> str:
+    """A name from a driver, an adapter or the system, fit to print, store and compare.
+
+    C strings arrive with their terminating NUL (torch_directml.device_name() returned
+    'NVIDIA GeForce GTX 470\\x00'), registry values with NULs and line breaks. Control
+    characters go, whitespace runs become one space, the ends are trimmed."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    text = "" if value is None else str(value)
+    kept = (char for char in text if char.isspace() or unicodedata.category(char) != "Cc")
+    return " ".join("".join(kept).split())

@@ -1,20 +1,19 @@
 """Summarise a folder of ``verify_install --json`` reports: who can train, on what, and what fails.
 
-    python -m <package>.doctor.reports FOLDER              a plain-text summary
-    python -m <package>.doctor.reports FOLDER --markdown   the same as Markdown tables
+    python -m gpu_doctor.summary FOLDER              a plain-text summary
+    python -m gpu_doctor.summary FOLDER --markdown   the same as Markdown tables
 
-For workshop instructors: every participant runs ``python -m <package>.verify_install --json``
-with its output redirected to a file named after them or their machine; collect the files in
-one folder (subfolders are searched too; ``*.json`` in any case and Notepad's ``*.json.txt``
-are read) and run this. The summary counts the verdicts and the
-devices training will use, lists every machine (the ones that need help first), groups the
-problems that several machines share, with their fix, and lists which step of training fails
-on which GPU.
+For workshop instructors: every participant runs ``python -m <package>.verify_install --json
+--output FILE``, FILE named after them or their machine; collect the files in one folder
+(subfolders are searched too; ``*.json`` in any case and Notepad's ``*.json.txt`` are read)
+and run this. The summary counts the verdicts and the devices training will use, lists every
+machine (the ones that need help first), groups the problems that several machines share,
+with their fix, and lists which step of training fails on which GPU.
 
 Standard library only. The reports may come from Windows consoles: UTF-8 with or without a
 byte order mark, UTF-16 (Windows PowerShell 5's ``>``) and the console's code page are read,
 and text printed before the JSON is skipped. The reports come from other people's machines
-and are read as such (``report_files``): control characters are shown escaped, never sent to
+and are read as such (``saved_reports``): control characters are shown escaped, never sent to
 the terminal; Markdown shows their text as text; a file that is not a report is listed with
 the reason and the others are summarised; copies of one report count once.
 """
@@ -29,15 +28,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..machinery.cli import command, command_parser, write_out
-from ..machinery.untrusted import FIELD_LIMIT, printable
-from .report_files import (
-    MAX_DEPTH,
-    MAX_REPORT_BYTES,
-    ReportError,
-    decode,
-    parse,
-)
+from .commands import command, command_parser, write_out
+from .project import project_package
 from .room import (
     SEVERITY,
     STATUS_ORDER,
@@ -49,6 +41,14 @@ from .room import (
     load_folder,
     stack_summary,
     who_sent,
+)
+from .safe_text import FIELD_LIMIT, printable
+from .saved_reports import (
+    MAX_DEPTH,
+    MAX_REPORT_BYTES,
+    ReportError,
+    decode,
+    parse,
 )
 
 __all__ = ["ReportError", "decode", "parse", "summarise", "main"]
@@ -232,13 +232,13 @@ def summarise(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    package = (__package__ or "").rpartition(".")[0]  # the project's package
+    package = project_package()
     parser = command_parser(
-        f"{package or '<package>'}.doctor.reports",
+        "gpu_doctor.summary",
         "Summarise a folder of `verify_install --json` reports into tables: the "
         "verdicts, the devices, every machine, and the problems several machines share.",
-        f"collect reports with: python -m {package or '<package>'}.verify_install --json "
-        "> reports/NAME.json. Exit codes: 0 summarised, 1 no report could be read, 2 no such "
+        f"collect reports with: python -m {package}.verify_install --output reports/NAME.json "
+        "--json. Exit codes: 0 summarised, 1 no report could be read, 2 no such "
         "folder or no reports in it, 74 the summary could not be written to stdout (a full "
         "disk), 130 stopped with Ctrl+C.",
     )

@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..machinery.cli import clean_name
 from .codes import SCHEMA_VERSION
 from .findings import Finding
+from .safe_text import clean_name
 
 EXIT_OK = 0
 EXIT_CPU_FALLBACK = 3

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import emulation
-from {{ cookiecutter.package_name }}.doctor.findings import OK
-from {{ cookiecutter.package_name }}.doctor.rules import run as run_rules
+from gpu_doctor import emulation
+from gpu_doctor.findings import OK
+from gpu_doctor.rules import training_step as step_rules
 
 CPU, DISCRETE = emulation.VK_PHYSICAL_DEVICE_TYPE_CPU, 2
 
@@ -39,9 +39,9 @@ def test_under_wine_only_a_cpu_vulkan_driver_means_emulated(monkeypatch, devices
 def test_an_emulated_device_makes_no_speed_claim_from_its_timing():
     measured = {"device": "privateuseone:0", "batch": 64, "steps": 1, "device_ms": 40.0,
                 "cpu_ms": 10.0, "emulated": "Wine 8.0 on llvmpipe"}  # fmt: skip
-    emulated = run_rules.timing(measured, "directml:0")
+    emulated = step_rules.timing(measured, "directml:0")
     assert (emulated.status, emulated.code, emulated.fix) == (OK, "TIMING-STEP", "")
     assert "emulated (a CPU emulating a GPU: Wine 8.0 on llvmpipe)" in emulated.found
     assert "x)." not in emulated.found  # no speed ratio
-    real = run_rules.timing({**measured, "emulated": None}, "directml:0")
+    real = step_rules.timing({**measured, "emulated": None}, "directml:0")
     assert real.code == "TIMING-CPU-FASTER" and "(0.2x)." in real.found

@@ -14,33 +14,34 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import (
+from gpu_doctor import (
     envcheck,
     facts,
     render,
 )
-from {{ cookiecutter.package_name }}.doctor.findings import (
+from gpu_doctor.findings import (
     FAIL,
     OK,
     WARN,
     Finding,
 )
-from {{ cookiecutter.package_name }}.doctor.gpus import (
+from gpu_doctor.gpus import (
     Gpu,
     GpuScan,
 )
-from {{ cookiecutter.package_name }}.doctor.os_info import (
+from gpu_doctor.os_info import (
     OsInfo,
 )
-from {{ cookiecutter.package_name }}.doctor.rules import (
+from gpu_doctor.project import (
+    Project,
+    load_project,
+)
+from gpu_doctor.rules import (
     gpus as gpu_rules,
 )
-from {{ cookiecutter.package_name }}.doctor.rules import (
+from gpu_doctor.rules import (
     python,
     system,
-)
-from {{ cookiecutter.package_name }}.machinery.project import (
-    Project,
 )
 
 STACKS = {
@@ -443,36 +444,38 @@ def test_format_findings_without_fixes_has_no_fix_section():
 
 
 # Imports each module of the doctor first, in a fresh tree of the package, and then checks
-# that none of them brought torch along.
+# that none of them brought torch, or the project's own package, along.
 FIRST_IMPORTS = """
 import importlib, sys
-package, names = sys.argv[1], sys.argv[2:]
+package, project, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 for name in names:
     for loaded in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
         del sys.modules[loaded]
     importlib.import_module(name)
-print("torch" in sys.modules)
+print("torch" in sys.modules, any(m.split(".")[0] == project for m in sys.modules))
 """
 
 
-def test_every_module_of_the_doctor_imports_first_without_torch(child_limit):
+def test_every_module_of_the_doctor_imports_first_without_torch_or_the_project(child_limit):
     """The generator's hook imports the doctor before torch exists, and any module may be the
-    first one a command or a script imports: an import cycle would show only then."""
+    first one a command or a script imports: an import cycle would show only then. The doctor
+    is a package of its own: none of its modules imports the project's package."""
     doctor = Path(envcheck.__file__).resolve().parent
     package = envcheck.__name__.split(".")[0]
     names = sorted(
-        ".".join((package, *path.relative_to(doctor.parent).with_suffix("").parts))
+        ".".join(path.relative_to(doctor.parent).with_suffix("").parts)
         for path in doctor.rglob("*.py")
         if path.name != "__init__.py"
     )
-    source = str(doctor.parents[1])
+    source = str(doctor.parent)
     paths = [source, os.environ.get("PYTHONPATH", "")]
+    project = load_project().package_name
     done = subprocess.run(
-        [sys.executable, "-c", FIRST_IMPORTS, package, *names],
+        [sys.executable, "-c", FIRST_IMPORTS, package, project, *names],
         capture_output=True,
         text=True,
         timeout=child_limit,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["False"]
+    assert done.stdout.split() == ["False", "False"]

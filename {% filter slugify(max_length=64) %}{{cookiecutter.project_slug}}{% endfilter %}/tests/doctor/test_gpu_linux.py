@@ -6,26 +6,26 @@ import json
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import (
+from gpu_doctor import (
     amd_linux,
     gpu_linux,
     recommend,
 )
-from {{ cookiecutter.package_name }}.doctor.bounded import (
+from gpu_doctor.bounded import (
     CommandResult,
 )
-from {{ cookiecutter.package_name }}.doctor.findings import (
+from gpu_doctor.findings import (
     OK,
     WARN,
 )
-from {{ cookiecutter.package_name }}.doctor.os_info import (
+from gpu_doctor.os_info import (
     OsInfo,
 )
-from {{ cookiecutter.package_name }}.doctor.rules import (
-    gpus as gpu_rules,
-)
-from {{ cookiecutter.package_name }}.machinery.project import (
+from gpu_doctor.project import (
     Project,
+)
+from gpu_doctor.rules import (
+    gpus as gpu_rules,
 )
 
 NVIDIA_SMI_OUTPUT = "NVIDIA GeForce RTX 3080, 550.120, 10240\n"

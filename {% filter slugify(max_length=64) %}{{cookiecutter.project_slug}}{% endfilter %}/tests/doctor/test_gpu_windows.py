@@ -15,31 +15,31 @@ import uuid
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import (
+from gpu_doctor import (
     gpu_windows,
     recommend,
 )
-from {{ cookiecutter.package_name }}.doctor.bounded import (
+from gpu_doctor.bounded import (
     CommandResult,
 )
-from {{ cookiecutter.package_name }}.doctor.findings import (
+from gpu_doctor.findings import (
     WARN,
 )
-from {{ cookiecutter.package_name }}.doctor.gpus import (
+from gpu_doctor.gpus import (
     DISCRETE,
     INTEGRATED,
     SOFTWARE,
     Gpu,
     GpuScan,
 )
-from {{ cookiecutter.package_name }}.doctor.os_info import (
+from gpu_doctor.os_info import (
     OsInfo,
 )
-from {{ cookiecutter.package_name }}.doctor.rules import (
-    gpus as gpu_rules,
-)
-from {{ cookiecutter.package_name }}.machinery.project import (
+from gpu_doctor.project import (
     Project,
+)
+from gpu_doctor.rules import (
+    gpus as gpu_rules,
 )
 
 FUNCTYPE = getattr(ctypes, "WINFUNCTYPE", ctypes.CFUNCTYPE)

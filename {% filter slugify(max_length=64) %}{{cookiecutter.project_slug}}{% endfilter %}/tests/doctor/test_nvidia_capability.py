@@ -14,19 +14,19 @@ import re
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import (
+from gpu_doctor import (
     envcheck,
     gpu_linux,
     gpu_windows,
     nvidia,
     recommend,
 )
-from {{ cookiecutter.package_name }}.doctor.bounded import CommandResult
-from {{ cookiecutter.package_name }}.doctor.findings import OK, WARN
-from {{ cookiecutter.package_name }}.doctor.gpus import Gpu, GpuScan
-from {{ cookiecutter.package_name }}.doctor.os_info import OsInfo
-from {{ cookiecutter.package_name }}.doctor.rules import cuda as cuda_rules
-from {{ cookiecutter.package_name }}.machinery.project import Project, load_project
+from gpu_doctor.bounded import CommandResult
+from gpu_doctor.findings import OK, WARN
+from gpu_doctor.gpus import Gpu, GpuScan
+from gpu_doctor.os_info import OsInfo
+from gpu_doctor.project import Project, load_project
+from gpu_doctor.rules import cuda as cuda_rules
 
 WINDOWS = OsInfo("Windows", "10", "10.0.26100", "AMD64", windows_build=26100)
 LINUX = OsInfo("Linux", "6.11.0-19-generic", "#19~24.04.1-Ubuntu SMP", "x86_64")

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import (
+from gpu_doctor import (
     os_info,
 )
-from {{ cookiecutter.package_name }}.doctor.bounded import (
+from gpu_doctor.bounded import (
     call_with_timeout,
     run_command,
 )

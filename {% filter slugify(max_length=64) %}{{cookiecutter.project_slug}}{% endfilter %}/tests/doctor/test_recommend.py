@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import active_environment, envcheck, recommend
-from {{ cookiecutter.package_name }}.doctor.findings import FAIL, OK, WARN
-from {{ cookiecutter.package_name }}.doctor.gpus import Gpu, GpuScan
-from {{ cookiecutter.package_name }}.doctor.os_info import OsInfo
-from {{ cookiecutter.package_name }}.doctor.rules import environment
-from {{ cookiecutter.package_name }}.machinery.project import load_project
+from gpu_doctor import active_environment, envcheck, recommend
+from gpu_doctor.findings import FAIL, OK, WARN
+from gpu_doctor.gpus import Gpu, GpuScan
+from gpu_doctor.os_info import OsInfo
+from gpu_doctor.project import load_project
+from gpu_doctor.rules import environment
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 GB = 2**30
 
 WINDOWS = OsInfo("Windows", "10", "10.0.26100", "AMD64", windows_build=26100)

@@ -13,23 +13,23 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor import (
+from gpu_doctor import (
+    checkup,
     codes,
     render,
-    verify_install,
 )
-from {{ cookiecutter.package_name }}.doctor import (
-    report as doctor_report,
+from gpu_doctor import (
+    verdict as doctor_report,
 )
-from {{ cookiecutter.package_name }}.doctor.findings import (
+from gpu_doctor.findings import (
     FAIL,
     OK,
     WARN,
     Finding,
 )
 
-DOCTOR = Path(verify_install.__file__).resolve().parent
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "report.md"
+DOCTOR = Path(checkup.__file__).resolve().parent
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "report.md"
 CODE = re.compile(r"^[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+$")  # GPU-NO-DRIVER: two words at least
 
 
@@ -51,7 +51,7 @@ def a_report(name="LeNet on DirectML", home="/home/ann"):
     )
     report.add("Device", WARN, "directml unavailable: libd3d12.so is missing.", "Use Windows.",
                code="DEVICE-UNAVAILABLE-DIRECTML")  # fmt: skip
-    report.exit_code = verify_install.EXIT_CPU_FALLBACK
+    report.exit_code = checkup.EXIT_CPU_FALLBACK
     report.verdict = "CPU FALLBACK: directml is not usable here, so training runs on the CPU."
     return report
 
@@ -121,7 +121,7 @@ def test_markdown_has_the_findings_codes_verdict_and_fixes_and_nothing_personal(
 
 def test_markdown_and_json_cannot_be_asked_for_together(capsys):
     with pytest.raises(SystemExit) as stop:
-        verify_install.main(["--json", "--markdown"])
+        checkup.main(["--json", "--markdown"])
     assert stop.value.code == 2 and "not allowed with" in capsys.readouterr().err
 
 

@@ -22,23 +22,23 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.doctor.reports import (
-    ReportError,
-    decode,
-    main,
-    parse,
-    summarise,
-)
-from {{ cookiecutter.package_name }}.doctor.room import (
+from gpu_doctor.room import (
     Machine,
     common_problems,
     device_summary,
     load_folder,
     load_report,
 )
-from {{ cookiecutter.package_name }}.machinery.untrusted import printable
+from gpu_doctor.safe_text import printable
+from gpu_doctor.summary import (
+    ReportError,
+    decode,
+    main,
+    parse,
+    summarise,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = Path(__file__).resolve().parent / "data" / "reports"
 EXPECTED_STATUS = {
     "ana-linux-laptop.json": "cpu-fallback",
@@ -169,7 +169,7 @@ def test_the_command_summarises_the_sample_folder(child_limit):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     package = Machine.__module__.rsplit(".", 1)[0]
     done = subprocess.run(
-        [sys.executable, "-m", f"{package}.reports", str(SAMPLES)],
+        [sys.executable, "-m", f"{package}.summary", str(SAMPLES)],
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -268,7 +268,7 @@ def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path, child_limit
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     package = Machine.__module__.rsplit(".", 1)[0]
     child = subprocess.Popen(
-        [sys.executable, "-m", package + ".reports", str(SAMPLES)],
+        [sys.executable, "-m", package + ".summary", str(SAMPLES)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

@@ -25,42 +25,43 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from {{ cookiecutter.package_name }} import (
-    model,
-    train,
-)
-from {{ cookiecutter.package_name }}.doctor import (
+from gpu_doctor import (
     active_environment,
+    checkup,
     envcheck,
     facts,
     probes,
     stepwise,
-    verify_install,
 )
-from {{ cookiecutter.package_name }}.doctor.codes import (
+from gpu_doctor.codes import (
     CODES,
 )
-from {{ cookiecutter.package_name }}.doctor.findings import (
+from gpu_doctor.findings import (
     FAIL,
     OK,
     WARN,
 )
-from {{ cookiecutter.package_name }}.doctor.gpus import (
+from gpu_doctor.gpus import (
     Gpu,
     GpuScan,
 )
-from {{ cookiecutter.package_name }}.doctor.os_info import (
+from gpu_doctor.os_info import (
     OsInfo,
 )
-from {{ cookiecutter.package_name }}.doctor.rules import (
+from gpu_doctor.project import (
+    Project,
+    load_project,
+)
+from gpu_doctor.rules import (
     packages as package_rules,
+)
+
+from {{ cookiecutter.package_name }} import (
+    model,
+    train,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
-)
-from {{ cookiecutter.package_name }}.machinery.project import (
-    Project,
-    load_project,
 )
 
 LIBD3D12 = (
@@ -97,17 +98,17 @@ def machine(monkeypatch):
 
     def describe(accelerator="directml", options=(), unavailable=(), lenet=None, trainer=None):
         found = devices.Discovery(list(options) + [CPU], list(unavailable))
-        monkeypatch.setattr(verify_install, "load_project", lambda: project(accelerator))
+        monkeypatch.setattr(checkup, "load_project", lambda: project(accelerator))
         fake_devices = SimpleNamespace(discover=lambda: found, choose=devices.choose)
         fake_model = SimpleNamespace(LeNet5=lenet or model.LeNet5)
         modules = (fake_devices, fake_model, trainer or train)
-        monkeypatch.setattr(verify_install, "load_modules", lambda: modules)
+        monkeypatch.setattr(checkup, "load_modules", lambda: modules)
 
     return describe
 
 
 def run_json(capsys, *args):
-    code = verify_install.main(["--json", *args])
+    code = checkup.main(["--json", *args])
     report = json.loads(capsys.readouterr().out)
     assert report["verdict"]["exit_code"] == code
     return code, report
@@ -120,7 +121,7 @@ def findings(report, check, status=None):
 def test_directml_that_cannot_load_falls_back_to_the_cpu_with_exit_3(machine, capsys):
     machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
     code, report = run_json(capsys)
-    assert code == verify_install.EXIT_CPU_FALLBACK == 3
+    assert code == checkup.EXIT_CPU_FALLBACK == 3
     assert report["verdict"]["status"] == "cpu-fallback"
     assert report["chosen"]["label"] == "cpu"
     (device,) = findings(report, "Device", WARN)
@@ -129,7 +130,7 @@ def test_directml_that_cannot_load_falls_back_to_the_cpu_with_exit_3(machine, ca
 
 def test_a_working_directml_adapter_exits_0_with_its_float64_support(machine, capsys):
     machine(options=[RADEON])
-    assert verify_install.main([]) == verify_install.EXIT_OK == 0
+    assert checkup.main([]) == checkup.EXIT_OK == 0
     out = capsys.readouterr().out
     assert "directml:1: AMD Radeon RX 6700 XT, float64 NOT supported" in out
     # The device as --device names it, never torch's privateuseone:N (the row may wrap).
@@ -162,7 +163,7 @@ def test_several_gpus_of_the_chosen_kind_name_the_torchrun_command(machine, caps
 
 def test_the_table_comes_first_then_the_verdict_then_the_fixes(machine, capsys):
     machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
-    verify_install.main([])
+    checkup.main([])
     out = capsys.readouterr().out
     assert out.index("Smoke test") < out.index("Verdict (exit 3)") < out.index("Fixes:")
 
@@ -170,7 +171,7 @@ def test_the_table_comes_first_then_the_verdict_then_the_fixes(machine, capsys):
 def test_a_device_that_computes_wrong_is_a_broken_install(machine, capsys):
     machine(options=[RADEON], lenet=DriftingLeNet)
     code, report = run_json(capsys)
-    assert code == verify_install.EXIT_BROKEN == 4
+    assert code == checkup.EXIT_BROKEN == 4
     (smoke,) = findings(report, "Smoke test", FAIL)
     assert "largest relative difference" in smoke["found"] and "--device cpu" in smoke["fix"]
     assert report["smoke_test"]["passed"] is False
@@ -233,7 +234,7 @@ def test_an_adapter_name_is_printed_and_written_without_the_nul_of_its_c_string(
     options, unavailable = devices.probe_directml(load=lambda: fake_directml)
     machine(options=options, unavailable=unavailable)
 
-    verify_install.main([])
+    checkup.main([])
     out = capsys.readouterr().out
     _code, report = run_json(capsys)
 
@@ -250,7 +251,7 @@ def test_missing_torch_is_a_finding_with_exit_4(machine, capsys, monkeypatch):
     def no_torch():
         raise ModuleNotFoundError("No module named 'torch'", name="torch")
 
-    monkeypatch.setattr(verify_install, "import_torch", no_torch)
+    monkeypatch.setattr(checkup, "import_torch", no_torch)
     code, report = run_json(capsys)
     assert code == 4 and report["verdict"]["status"] == "broken"
     (finding,) = findings(report, "torch", FAIL)
@@ -274,10 +275,10 @@ def test_a_missing_dependency_of_the_project_is_named_and_torch_is_not_blamed(
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(sys.modules, module, None)  # `import <module>` now fails
     monkeypatch.setattr(
-        verify_install, "load_modules", lambda: importlib.import_module(f"{package}.console")
+        checkup, "load_modules", lambda: importlib.import_module(f"{package}.console")
     )
 
-    assert verify_install.main([]) == 4
+    assert checkup.main([]) == 4
     out = read_output(capsys.readouterr().out)
 
     assert ("FAIL", "torch") not in out.rows and "force-reinstall" not in out.text
@@ -307,11 +308,11 @@ def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
 
 def test_a_project_without_tqdm_says_so_without_a_traceback(child_limit):
     """The real module tree, in a Python where `import tqdm` fails."""
-    src = Path(verify_install.__file__).resolve().parents[2]
+    src = Path(checkup.__file__).resolve().parents[1]
     paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     code = (
         "import sys; sys.modules['tqdm'] = None\n"
-        f"from {verify_install.__name__} import main\n"
+        f"from {checkup.__name__} import main\n"
         "sys.exit(main(['--json']))\n"
     )
     done = subprocess.run(
@@ -338,10 +339,10 @@ def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path,
         '"C:\\env\\Lib\\site-packages\\torch\\lib\\c10.dll" or one of its dependencies.'
     )
     (shadow / "__init__.py").write_text(f"raise OSError({message!r})\n")
-    src = Path(verify_install.__file__).resolve().parents[2]  # src/<package>/doctor/
+    src = Path(checkup.__file__).resolve().parents[1]  # src/gpu_doctor/
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(src)]))
     done = subprocess.run(
-        [sys.executable, "-m", verify_install.__name__, "--json"],
+        [sys.executable, "-m", checkup.__name__, "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -378,7 +379,7 @@ def test_installed_packages_against_the_pins(installed, status, text):
 
 def test_help_documents_the_exit_codes(capsys):
     with pytest.raises(SystemExit) as stopped:
-        verify_install.main(["--help"])
+        checkup.main(["--help"])
     assert stopped.value.code == 0
     out = capsys.readouterr().out
     assert "exit codes:" in out and "--json" in out
@@ -389,11 +390,11 @@ def test_help_documents_the_exit_codes(capsys):
 
 def test_the_real_thing_on_this_machine(child_limit):
     """No fakes: whatever this machine has, a verdict consistent with the chosen device."""
-    src = Path(verify_install.__file__).resolve().parents[2]  # src/<package>/doctor/
+    src = Path(checkup.__file__).resolve().parents[1]  # src/gpu_doctor/
     paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     done = subprocess.run(
-        [sys.executable, "-m", verify_install.__name__, "--json"],
+        [sys.executable, "-m", checkup.__name__, "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -425,7 +426,7 @@ def test_the_real_thing_on_this_machine(child_limit):
 @pytest.mark.parametrize("device", ["xyz", "cuda:x", "directml:"])
 def test_a_device_that_is_no_device_name_is_a_usage_error(capsys, device):
     with pytest.raises(SystemExit) as stopped:
-        verify_install.main(["--device", device])
+        checkup.main(["--device", device])
     assert stopped.value.code == 2  # like every other command's bad argument, not 3
     assert f"unknown device {device!r}" in capsys.readouterr().err
 
@@ -440,11 +441,11 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
     name = "手写数字识别 – Ünïcode 😀"
     machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
     named = Project(name, "lenet_test", "directml", "3.11", "3.8", "3.12", "", PINS["directml"], "")
-    monkeypatch.setattr(verify_install, "load_project", lambda: named)
+    monkeypatch.setattr(checkup, "load_project", lambda: named)
     raw = io.BytesIO()
     console = io.TextIOWrapper(raw, encoding=encoding, errors="strict", write_through=True)
     monkeypatch.setattr(sys, "stdout", console)
-    verify_install.main(["--json"])
+    checkup.main(["--json"])
     console.flush()
     report = json.loads(raw.getvalue().decode(encoding))
     assert report["project"]["name"] == name
@@ -452,10 +453,10 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
 
 def test_a_reader_that_stops_early_ends_the_json_quietly(child_limit):
     """`verify_install --json | head -c 10`: no BrokenPipeError, the verdict's exit code."""
-    src = Path(verify_install.__file__).resolve().parents[2]
+    src = Path(checkup.__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(src))
     child = subprocess.Popen(
-        [sys.executable, "-m", verify_install.__name__, "--json"],
+        [sys.executable, "-m", checkup.__name__, "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
@@ -465,7 +466,7 @@ def test_a_reader_that_stops_early_ends_the_json_quietly(child_limit):
     _out, err = child.communicate(timeout=child_limit)
     text = err.decode("utf-8", "replace")
     assert "BrokenPipeError" not in text and "Traceback" not in text
-    assert child.returncode in (verify_install.EXIT_OK, verify_install.EXIT_CPU_FALLBACK)
+    assert child.returncode in (checkup.EXIT_OK, checkup.EXIT_CPU_FALLBACK)
 
 
 # ------------------------------------------------------------------------------ the advice
@@ -756,9 +757,9 @@ def situation(monkeypatch):
             list(options) + [CPU], [devices.Unavailable(*u) for u in unavailable]
         )
         scan = GpuScan(list(gpus), "DXGI" if os_facts.is_windows else "/sys/class/drm")
-        monkeypatch.setattr(verify_install, "load_project", lambda: chosen)
+        monkeypatch.setattr(checkup, "load_project", lambda: chosen)
         monkeypatch.setattr(
-            verify_install.envcheck,
+            checkup.envcheck,
             "run_checks",
             lambda context, project, **extra: check_environment(
                 context,
@@ -777,10 +778,10 @@ def situation(monkeypatch):
         fake_devices = SimpleNamespace(discover=lambda: found, choose=devices.choose)
         lenet = lenet if isinstance(lenet, type) else DriftingLeNet if lenet else model.LeNet5
         modules = (fake_devices, SimpleNamespace(LeNet5=lenet), train)
-        monkeypatch.setattr(verify_install, "load_modules", lambda: modules)
+        monkeypatch.setattr(checkup, "load_modules", lambda: modules)
         if "torch" not in packages:
-            monkeypatch.setattr(verify_install, "import_torch", no_torch)
-        code = verify_install.main(["--device", request, *args])
+            monkeypatch.setattr(checkup, "import_torch", no_torch)
+        code = checkup.main(["--device", request, *args])
         return code, chosen
 
     return describe
@@ -806,7 +807,7 @@ def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
     other_file = "requirements.txt" if env_manager == "conda" else "environment.yml"
     assert other_file not in out.text, out.text  # the project does not have that file
     can = out.go_on.startswith("You can go on")
-    assert can == (code in (verify_install.EXIT_OK, verify_install.EXIT_CPU_FALLBACK)), out.text
+    assert can == (code in (checkup.EXIT_OK, checkup.EXIT_CPU_FALLBACK)), out.text
     if not can:
         assert out.go_on.startswith("You cannot train yet") and out.fixes, out.text
 
@@ -832,7 +833,7 @@ def test_a_broken_install_is_never_exit_0_with_the_run_configuration_option(situ
 
 def test_help_documents_the_run_configuration_option(capsys):
     with pytest.raises(SystemExit):
-        verify_install.main(["--help"])
+        checkup.main(["--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--cpu-fallback-ok" in out and "exit 0 instead of 3" in out
 
@@ -854,8 +855,8 @@ def test_the_reference_check_catches_a_fix_that_points_at_a_missing_line():
 
 
 def test_json_names_the_best_environment_for_a_faked_intel_arc_laptop(machine, capsys, monkeypatch):
-    from {{ cookiecutter.package_name }}.doctor.gpus import Gpu, GpuScan
-    from {{ cookiecutter.package_name }}.doctor.os_info import OsInfo
+    from gpu_doctor.gpus import Gpu, GpuScan
+    from gpu_doctor.os_info import OsInfo
 
     arc = Gpu("Intel(R) Arc(TM) Graphics", 0x8086, 0x7D55, 2**27, "31.0.101.5590", source="DXGI")
     windows = OsInfo("Windows", "10", "10.0.22631", "AMD64", windows_build=22631)
@@ -890,8 +891,8 @@ def test_an_environment_of_another_stack_is_judged_by_that_stacks_pins(
     room = Project("LeNet test", "lenet_test", "directml", "3.11", "3.8", "3.12", "",
                    PINS["directml"], "", stacks=stacks)  # fmt: skip
     machine(options=[])
-    monkeypatch.setattr(verify_install, "load_project", lambda: room)
-    monkeypatch.setattr(verify_install, "active_stack", lambda project=None: "xpu")
+    monkeypatch.setattr(checkup, "load_project", lambda: room)
+    monkeypatch.setattr(checkup, "active_stack", lambda project=None: "xpu")
     installed = {"torch": "2.14.1+xpu", "torchvision": "0.29.1+xpu"}
     check = package_rules.check_packages
     monkeypatch.setattr(package_rules, "check_packages", lambda p: check(p, installed.get))
@@ -968,7 +969,7 @@ def test_a_smoke_test_that_fails_in_the_loss_names_the_loss(
     machine, capsys, loss_fails_on_the_device
 ):
     machine(options=[GTX_470], lenet=GpuLeNet)
-    code = verify_install.main([])
+    code = checkup.main([])
     out = read_output(capsys.readouterr().out)
     _code, report = run_json(capsys)
 
@@ -993,7 +994,7 @@ def test_a_smoke_test_that_fails_in_the_loss_names_the_loss(
 
 def test_a_layer_that_fails_on_the_device_is_named(machine, capsys):
     machine(options=[GTX_470], lenet=Conv2FailsLeNet)
-    code = verify_install.main([])
+    code = checkup.main([])
     out = read_output(capsys.readouterr().out)
     _code, report = run_json(capsys)
 
@@ -1019,7 +1020,7 @@ def test_a_training_step_that_fails_in_the_optimizer_names_it(machine, capsys):
         train_step=train.train_step,
     )
     machine(options=[GTX_470], trainer=trainer)
-    code = verify_install.main([])
+    code = checkup.main([])
     out = read_output(capsys.readouterr().out)
     _code, report = run_json(capsys)
 
@@ -1190,7 +1191,7 @@ def test_invalid_device_function_in_the_smoke_test_names_the_target_and_the_over
     code, _ = situation(*case, "venv")
     out = read_output(capsys.readouterr().out)
 
-    assert code == verify_install.EXIT_BROKEN
+    assert code == checkup.EXIT_BROKEN
     (found,) = [text for check, text in out.row_texts if check == "Smoke test"]
     assert "invalid device function" in found and "gfx1031" in found
     (fix,) = [fix for label, fix in out.fixes if "Smoke test" in label]
@@ -1208,7 +1209,7 @@ def test_invalid_device_function_at_device_discovery_names_the_780ms_override(
     code, _ = situation(*case, "conda")
     out = read_output(capsys.readouterr().out)
 
-    assert code == verify_install.EXIT_CPU_FALLBACK
+    assert code == checkup.EXIT_CPU_FALLBACK
     (row,) = [text for check, text in out.row_texts if check == "Device" and "HIP" in text]
     assert "gfx1103" in row and "gfx1100" in row
     assert any("HSA_OVERRIDE_GFX_VERSION=11.0.0" in fix for label, fix in out.fixes)
@@ -1229,7 +1230,7 @@ def test_a_radeon_rx_7800_on_windows_hears_of_amds_preview_but_stays_on_directml
     code, _ = situation(*case, "venv")
     out = read_output(capsys.readouterr().out)
 
-    assert code == verify_install.EXIT_OK
+    assert code == checkup.EXIT_OK
     text = " ".join(out.text.split())  # ok rows, wrapped
     note = text.split("RX 7800 XT: AMD also publishes", 1)[1].split(" ok Environment ")[0]
     assert "as a preview" in note and '"not yet stable for production use"' in note
@@ -1295,7 +1296,7 @@ def test_a_cuda_build_in_an_xpu_environment_is_a_fail_with_the_fix(machine, caps
     """The room's xpu environment whose index could not be reached: pip took PyPI's torch."""
     room = advice_project("directml", "venv")
     machine(options=[])
-    monkeypatch.setattr(verify_install, "load_project", lambda: room)
+    monkeypatch.setattr(checkup, "load_project", lambda: room)
     monkeypatch.setattr(sys, "prefix", str(Path.home() / "lenet-test" / ".venv-xpu"))
     installed = {"torch": "2.14.1", "torchvision": "0.29.1"}
     check = package_rules.check_packages

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from ...machinery.project import Project
 from .. import nvidia
 from ..findings import WARN, Finding
 from ..gpus import NVIDIA, Gpu
+from ..project import Project
 from .environment import stack_files
 
 CODES = {

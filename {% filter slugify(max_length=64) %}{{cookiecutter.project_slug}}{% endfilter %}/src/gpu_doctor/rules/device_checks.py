@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...machinery.project import Project
 from ..bounded import describe_error
 from ..findings import (
     CHOOSES_ENVIRONMENT,
@@ -20,6 +19,7 @@ from ..findings import (
     Finding,
     printed_fix,
 )
+from ..project import Project
 from . import cuda, rocm
 from .packages import install_fix
 

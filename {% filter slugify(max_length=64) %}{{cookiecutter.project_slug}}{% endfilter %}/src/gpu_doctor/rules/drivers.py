@@ -7,12 +7,12 @@ import datetime
 import re
 from typing import Iterable
 
-from ...machinery.project import Project
 from .. import nvidia
 from ..drivers import driver_age, nvidia_branch, version_fields
 from ..findings import UPDATES_DRIVER, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, QUALCOMM, Gpu
 from ..os_info import OsInfo
+from ..project import Project
 
 CODES = {
     "DRIVER-OLD": "A GPU driver several years old.",

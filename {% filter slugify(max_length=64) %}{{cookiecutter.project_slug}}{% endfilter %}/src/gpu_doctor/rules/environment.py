@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...machinery.project import Project
 from .. import recommend
 from ..findings import CHOOSES_ENVIRONMENT, OK, REPAIRS_ENVIRONMENT, WARN, Finding
 from ..gpus import GpuScan
 from ..os_info import OsInfo
+from ..project import Project
 
 CODES = {
     "ENV-BEST": "The active environment is the best one for this machine.",

@@ -6,11 +6,11 @@ from __future__ import annotations
 import datetime
 from typing import Iterable
 
-from ...machinery.project import Project
 from .. import recommend
 from ..findings import OK, WARN, Finding
 from ..gpus import NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
+from ..project import Project
 from . import cuda, drivers, gpus_linux, gpus_windows
 
 CODES = {

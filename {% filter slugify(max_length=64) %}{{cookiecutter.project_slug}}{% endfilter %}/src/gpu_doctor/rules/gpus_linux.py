@@ -4,11 +4,11 @@ shared GPUs, no GPU at all."""
 
 from __future__ import annotations
 
-from ...machinery.project import Project
 from .. import amd_linux, nvidia, recommend
 from ..findings import INSTALLS_BACKEND, OK, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
+from ..project import Project
 from . import cuda, rocm
 from .environment import stack_files
 

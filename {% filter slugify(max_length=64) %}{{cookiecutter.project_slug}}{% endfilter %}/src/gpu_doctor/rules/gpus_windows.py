@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ...machinery.project import Project
 from ..findings import OK, WARN, Finding
 from ..gpus import AMD, INTEGRATED, NVIDIA, Gpu, GpuScan
 from ..nvidia import CUDA_STACKS
+from ..project import Project
 from .drivers import DRIVER_DOWNLOADS
 
 CODES = {

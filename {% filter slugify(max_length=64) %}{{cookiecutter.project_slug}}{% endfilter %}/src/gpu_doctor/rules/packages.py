@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-from ...machinery.project import Project, parse_version
 from .. import builds
 from ..bounded import describe_error
 from ..builds import installed_version
 from ..findings import FAIL, OK, REPAIRS_ENVIRONMENT, WARN, Finding
+from ..project import Project, parse_version
 from . import torch_build
 from .environment import install_command
 
@@ -30,8 +30,8 @@ CODES = {
     "PROJECT-UNREADABLE": "project.json could not be read.",
 }
 
-# The project's package: the rules live two levels below it.
-PROJECT_PACKAGE = (__package__ or "").split(".")[0]
+# The doctor's own package: a module of it that is gone is a file of the project that is gone.
+DOCTOR_PACKAGE = (__package__ or "").split(".")[0]
 
 
 def project_unreadable(error: BaseException) -> Finding:
@@ -39,8 +39,7 @@ def project_unreadable(error: BaseException) -> Finding:
         "Project",
         FAIL,
         f"project.json could not be read: {describe_error(error)}.",
-        "Restore src/<package>/machinery/project.json from version control, or generate "
-        "the project again.",
+        "Restore src/gpu_doctor/project.json from version control, or generate the project again.",
         code="PROJECT-UNREADABLE",
     )
 
@@ -175,7 +174,7 @@ def project_import_finding(error: BaseException, project: Project) -> Finding:
     project (tqdm, matplotlib, torchvision) is missing from this environment."""
     module = missing_module(error)
     requirements = f"Install the project's requirements: {install_command(project)}"
-    if module == PROJECT_PACKAGE:  # one of the project's own files is gone
+    if module in (project.package_name, DOCTOR_PACKAGE):  # one of the project's own files is gone
         return Finding(
             "Requirements",
             FAIL,
@@ -202,8 +201,8 @@ def project_import_finding(error: BaseException, project: Project) -> Finding:
     )
 
 
-def project_import_verdict(error: BaseException) -> str:
+def project_import_verdict(error: BaseException, project: Project) -> str:
     module = missing_module(error)
-    if module and module != PROJECT_PACKAGE:
+    if module and module not in (project.package_name, DOCTOR_PACKAGE):
         return f"BROKEN: the project's code needs {module}, which is not installed."
     return "BROKEN: the project's code does not import, so nothing can train."

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...machinery.project import Project
 from ..findings import FAIL, OK, WARN, Finding
+from ..project import Project
 
 CODES = {
     "PY-OK": "This Python's version is supported by the active stack.",

@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable
 
-from ...machinery.project import Project
 from ..amd_linux import OVERRIDE, SUPPORTED, UNSUPPORTED, Access, RocmSupport, support_of
 from ..findings import OK, WARN, Finding
 from ..gpus import Gpu, GpuScan
+from ..project import Project
 from .environment import stack_files
 
 CODES = {

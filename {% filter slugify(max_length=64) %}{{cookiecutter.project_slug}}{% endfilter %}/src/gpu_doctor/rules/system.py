@@ -3,10 +3,10 @@ paravirtualization, macOS (MPS) and the systems PyTorch has no wheels for."""
 
 from __future__ import annotations
 
-from ...machinery.project import Project
 from ..findings import FAIL, OK, WARN, Finding
 from ..nvidia import CUDA_STACKS
 from ..os_info import DIRECTML_MIN_BUILD, WINDOWS_11_BUILD, OsInfo
+from ..project import Project
 
 CODES = {
     "OS-OK": "The operating system runs the active stack.",

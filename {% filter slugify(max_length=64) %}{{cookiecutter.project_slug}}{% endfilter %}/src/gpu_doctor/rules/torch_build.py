@@ -10,9 +10,9 @@ CUDA build and the right version. The version is then no proof: the build is.
 
 from __future__ import annotations
 
-from ...machinery.project import Project
 from ..builds import STACK_NAMES, TorchBuild
 from ..findings import FAIL, OK, REPAIRS_ENVIRONMENT, WARN, Finding
+from ..project import Project
 from .environment import install_command
 
 CODES = {

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...machinery.project import Project
 from ..bounded import describe_error
 from ..findings import FAIL, OK, WARN, Finding
+from ..project import Project
 from ..stepwise import FailingStep
 from . import cuda, rocm
 

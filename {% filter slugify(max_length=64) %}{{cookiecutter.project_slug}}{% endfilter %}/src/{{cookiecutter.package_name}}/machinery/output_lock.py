@@ -31,9 +31,10 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from gpu_doctor.safe_text import printable
+
 from . import checkpoints, reporting
 from .stopping import TrainError
-from .untrusted import printable
 
 LOCK_NAME = ".training.lock"
 # Every file the project writes into an output folder through a temporary file.

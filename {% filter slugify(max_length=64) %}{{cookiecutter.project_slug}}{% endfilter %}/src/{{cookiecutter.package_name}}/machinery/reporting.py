@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from gpu_doctor.safe_text import printable
+
 from .checkpoints import CheckpointWriteError, atomic_path, write_text_atomic
-from .untrusted import printable
 
 METRICS_CSV = "metrics.csv"
 METRICS_JSON = "metrics.json"

@@ -12,13 +12,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ContextManager, Iterator, Sequence
 
+from gpu_doctor.project import load_project
+
 from .. import data
 from ..datasets import folder, mnist
 from . import checkpoints, devices, distributed, output_lock, runs
 from .cli import MAX_SEED
 from .console import say
 from .optim import OPTIMIZERS
-from .project import load_project
 from .ranks import current
 from .run import LAST, RUN_SETTINGS, TrainingRun
 from .stopping import TrainError, finite

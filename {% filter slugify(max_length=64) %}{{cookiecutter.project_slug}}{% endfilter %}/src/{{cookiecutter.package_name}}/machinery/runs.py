@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from gpu_doctor.safe_text import printable
+
 from . import reporting
 from .checkpoints import BEST, LAST
 from .cli import RUNS_DIR
-from .untrusted import printable
 
 COMPARE_PNG = "compare.png"
 MAX_COMPARED = 6  # more lines than this are hard to tell apart in one picture
