@@ -1,8 +1,10 @@
-"""Does this setup work, and if not, what exactly to do: one command, a table and a verdict.
+"""Does this setup work, and if not, what exactly to do: one command, one line per area.
 
-    python -m <package>.verify_install            a table, a one-line verdict, the fixes
-    python -m <package>.verify_install --json     the same as JSON, for scripts and instructors
+    python -m <package>.verify_install            one line per area, the fixes to do, a verdict
+    python -m <package>.verify_install -v         every finding, the verdict and every fix
+    python -m <package>.verify_install --json     the report as JSON, for scripts and instructors
     python -m <package>.verify_install --markdown one machine's report to paste into an issue
+    ... --output FILE                             the report into FILE (UTF-8), not to the screen
 
 The JSON's fields and every finding's stable ``code`` are listed in docs/report.md.
 
@@ -31,7 +33,8 @@ import importlib
 import sys
 import time
 import warnings
-from typing import Any, Sequence
+from pathlib import Path
+from typing import IO, Any, Sequence
 
 from . import emulation, envcheck, onnx_runtime_check, probes
 from .bounded import describe_error
@@ -46,7 +49,7 @@ from .commands import (
 from .facts import active_stack
 from .findings import FAIL
 from .project import Project, load_project, project_module, project_package
-from .render import render_markdown, render_text
+from .render import render_markdown, render_summary, render_text
 from .rules import device_checks as device_rules
 from .rules import environment, packages
 from .rules import training_step as step_rules
@@ -55,6 +58,7 @@ from .verdict import (
     EXIT_CODES_HELP,
     EXIT_CPU_FALLBACK,
     EXIT_OK,
+    VERDICTS,
     Report,
     exit_status,
 )
@@ -313,7 +317,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = command_parser(
         f"{project_package()}.verify_install",
         "Check Python, OS, GPU drivers, the installed packages and the device PyTorch trains "
-        "on; print a table, a verdict and the fixes.",
+        "on; print one line per area, the fixes to do and a verdict.",
         epilog=EXIT_CODES_HELP,
     )
     output = parser.add_mutually_exclusive_group()
@@ -326,6 +330,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="print the report as Markdown, to paste into an issue or a chat (no personal paths)",
     )
     parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show every finding and every fix, not one line per area",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the report (JSON with --json) to FILE in UTF-8 instead of the screen: a "
+        "report that the room summary reads, whatever the console's encoding",
+    )
+    parser.add_argument(
         "--cpu-fallback-ok",
         action="store_true",
         help=f"exit {EXIT_OK} instead of {EXIT_CPU_FALLBACK} when training falls back to the CPU "
@@ -334,7 +352,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     device = add_device_option(parser, "test")
     device.type = device_request  # checked now: a name that is no device is a usage error (2)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.file = None
+    if args.output is not None:  # opened now: a folder that is not there is a usage error (2)
+        try:
+            args.file = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 (closed in main)
+        except OSError as error:
+            parser.error(f"cannot write --output {args.output}: {error.strerror or error}")
+    return args
+
+
+def report_text(report: Report, code: int, args: argparse.Namespace, stream: IO[str]) -> str:
+    """The report as ``args`` ask for it, for ``stream`` (whose encoding JSON and marks fit)."""
+    if args.json:
+        return json_for(stream, report.to_dict())
+    if args.markdown:
+        return render_markdown(report, code)
+    if args.verbose:
+        return render_text(report, code)
+    return render_summary(report, getattr(stream, "encoding", None))
 
 
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback
@@ -353,13 +389,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         report.verdict = "BROKEN: verify_install itself failed."
     code = exit_status(report, args.cpu_fallback_ok)
-    if args.json:
-        text = json_for(sys.stdout, report.to_dict())
-    elif args.markdown:
-        text = render_markdown(report, code)
-    else:
-        text = render_text(report, code)
-    write_out(text)
+    if args.file is None:
+        write_out(report_text(report, code, args, sys.stdout))
+        return code
+    with args.file:
+        args.file.write(report_text(report, code, args, args.file) + "\n")
+    write_out(f"Report written to {args.output}: {VERDICTS.get(report.exit_code, 'unknown')}.")
     return code
 
 

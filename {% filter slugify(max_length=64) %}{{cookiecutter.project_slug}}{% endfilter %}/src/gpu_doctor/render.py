@@ -1,6 +1,7 @@
-"""The report as people read it: a table of findings, the verdict and the numbered fixes
-(text for a terminal, Markdown to paste into an issue). Only reads findings and reports.
-Standard library only.
+"""The report as people read it: by default one line per area, the fixes that ask for an
+action and one verdict line (``render_summary``); with -v a table of every finding, the verdict
+and every fix (``render_text``); Markdown to paste into an issue. Only reads findings and
+reports. Standard library only.
 """
 
 from __future__ import annotations
@@ -11,9 +12,17 @@ import textwrap
 import unicodedata
 from typing import Iterable, Sequence
 
+from .areas import Area, actions, by_area
 from .codes import SCHEMA_VERSION
 from .findings import FAIL, OK, WARN, Finding
-from .verdict import EXIT_CPU_FALLBACK, Report, can_go_on, describe_platform, private_path
+from .verdict import (
+    EXIT_CPU_FALLBACK,
+    EXIT_OK,
+    Report,
+    can_go_on,
+    describe_platform,
+    private_path,
+)
 
 MARKS = {OK: "ok", WARN: "WARN", FAIL: "FAIL"}
 
@@ -142,3 +151,110 @@ def render_markdown(report: Report, exit_code: int | None = None) -> str:
         lines += [line.strip() for line in fixes.splitlines()[1:]]  # one line per fix
     lines += ["", f"<sub>{_cell(system)}</sub>"]
     return private_path("\n".join(lines))
+
+
+# ------------------------------------------------------------------- the default: by area
+
+# Flutter's doctor marks; a console that cannot show them (a Windows code page) gets ASCII.
+AREA_MARKS = {OK: "[\u2713]", WARN: "[!]", FAIL: "[\u2717]"}
+ASCII_MARKS = {OK: "[v]", WARN: "[!]", FAIL: "[x]"}
+
+
+def marks_for(encoding: str | None) -> dict[str, str]:
+    """The area marks a stream of this encoding can carry unchanged."""
+    try:
+        "".join(AREA_MARKS.values()).encode(encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return ASCII_MARKS
+    return AREA_MARKS
+
+
+def _first_sentence(text: str) -> str:
+    """The text up to its first full stop that ends a sentence ('3.11.7' is none)."""
+    for index, char in enumerate(text):
+        if char == "." and (index + 1 == len(text) or text[index + 1] == " "):
+            return text[: index + 1]
+    return text
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in ``width`` columns, cut after a whole word ("...") when it is longer."""
+    if display_width(text) <= width:
+        return text
+    kept = text[: max(width - 3, 1)]
+    return (kept.rsplit(" ", 1)[0] if " " in kept else kept).rstrip(",;:") + "..."
+
+
+def area_line(area: Area, report: Report, marks: dict[str, str], width: int) -> str:
+    """``[!] GPU: No GPU for compute found: training runs on the CPU.``: the area's mark and
+    the finding that speaks for it, on one line; "(+N more)" counts the area's other issues."""
+    headline = area.headline()
+    text = _first_sentence(headline.found)
+    if area.name == "Device" and area.status == OK and report.chosen:
+        chosen, timing = (
+            report.chosen,
+            next((f for f in area.findings if f.check == "Timing"), None),
+        )
+        text = f"{chosen['label']} ({chosen['name']})" + (
+            f"; {_first_sentence(timing.found)}" if timing else "."
+        )
+    others = sum(
+        1 for f in area.findings if f is not headline and area.status != OK and f.status != OK
+    )
+    more = f" (+{others} more)" if others else ""
+    head = f"{marks[area.status]} {area.name}: "
+    return head + _cut(text, width - display_width(head) - len(more)) + more
+
+
+def _where(report: Report) -> str:
+    chosen = report.chosen or {}
+    if chosen.get("kind") in (None, "cpu"):
+        return "the CPU"
+    return f"{chosen.get('label', 'the device')} ({chosen.get('name', '?')})"
+
+
+def verdict_sentence(report: Report, issues: int, fixes: int) -> str:
+    """One line: can training go on, on what, and where to start."""
+    found = f"found issues in {issues} area{'s' if issues != 1 else ''}"
+    start = "fix 1 first" if fixes else "run with -v and report the output"
+    if report.exit_code == EXIT_OK:
+        ready = f"Ready to train on {_where(report)}"
+        return f"{ready}." if not issues else f"{ready}; {found}: {start}."
+    if report.exit_code == EXIT_CPU_FALLBACK:
+        accelerator = report.project.get("accelerator", "the GPU")
+        ready = "Ready to train on the CPU only (slower)"
+        if not issues:
+            return f"{ready}: {accelerator} is not usable here."
+        return f"{ready}: {found}; {start}."
+    if not fixes:
+        why = report.verdict.split(": ", 1)[-1].rstrip(".") if report.verdict else "see -v"
+        return f"Not ready to train: {why}; run with -v and report the output."
+    return f"Not ready to train: {found}; {start}, then run verify_install again."
+
+
+def render_summary(report: Report, encoding: str | None = "utf-8", width: int | None = None) -> str:
+    """The default report: one line per area, the fixes that ask the user to do something
+    (numbered, failures first) and the verdict. ``encoding``: the stream's, for the marks."""
+    width = _width(width)
+    marks = marks_for(encoding)
+    areas = by_area(report.findings)
+    lines = [_title(report)]
+    lines += [area_line(area, report, marks, width) for area in areas]
+    fixes = actions(report.findings)
+    if fixes:
+        lines += ["", "Fixes:"]
+        for number, fix in enumerate(fixes, 1):
+            head = f"  {number}. [{', '.join(fix.areas)}] "
+            lines.append(
+                textwrap.fill(
+                    fix.text,
+                    width,
+                    initial_indent=head,
+                    subsequent_indent="     ",
+                    break_on_hyphens=False,
+                )
+            )
+    issues = sum(1 for area in areas if area.status != OK)
+    lines += ["", verdict_sentence(report, issues, len(fixes))]
+    lines.append(f"({report.seconds:.1f} s; -v shows every finding and fix, --json a report)")
+    return "\n".join(lines)

@@ -125,8 +125,8 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
             else:
                 fix = (
                     "Nothing to install: the CPU trains, only slower. For GPU training use a "
-                    "machine with an NVIDIA GPU (accelerator=cuda), or Windows with any DirectX "
-                    "12 GPU (accelerator=directml)."
+                    "machine with an NVIDIA GPU (the cuda environment), or Windows with any "
+                    "DirectX 12 GPU (the directml environment)."
                 )
             findings.append(
                 Finding(
@@ -184,8 +184,8 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
         Finding(
             "GPU",
             OK,
-            f"accelerator={project.accelerator}: {gpu.name} stays unused; generate the project "
-            "with accelerator=cuda to train on it.",
+            f"The {project.accelerator} environment leaves {gpu.name} unused; the cuda "
+            f"environment ({stack_files('cuda')}) trains on it.",
             code="GPU-UNUSED",
         )
     ]

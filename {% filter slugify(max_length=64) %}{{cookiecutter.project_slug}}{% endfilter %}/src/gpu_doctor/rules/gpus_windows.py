@@ -11,6 +11,7 @@ from ..gpus import AMD, INTEGRATED, NVIDIA, Gpu, GpuScan
 from ..nvidia import CUDA_STACKS
 from ..project import Project
 from .drivers import DRIVER_DOWNLOADS
+from .environment import stack_files
 
 CODES = {
     "GPU-NO-DRIVER": "A GPU runs on Windows' basic display driver: its driver is missing.",
@@ -122,8 +123,8 @@ def check(project: Project, scan: GpuScan) -> list[Finding]:
                 "GPU",
                 WARN,
                 "No NVIDIA GPU: the CUDA build of torch trains on the CPU here.",
-                "For an AMD, Intel or Qualcomm GPU on Windows, generate the project with "
-                "accelerator=directml.",
+                "For an AMD, Intel or Qualcomm GPU on Windows, create the directml "
+                f"environment ({stack_files('directml')}) and train in it.",
                 code="GPU-NO-NVIDIA",
             )
         )
@@ -132,8 +133,9 @@ def check(project: Project, scan: GpuScan) -> list[Finding]:
             Finding(
                 "GPU",
                 OK,
-                "accelerator=cpu: these GPUs stay unused. Generate the project with "
-                "accelerator=directml (any DirectX 12 GPU) or cuda (NVIDIA) to train on one.",
+                "The cpu environment leaves these GPUs unused: the directml environment trains "
+                f"on any DirectX 12 GPU ({stack_files('directml')}), the cuda environment on "
+                "an NVIDIA GPU.",
                 code="GPU-UNUSED",
             )
         )
