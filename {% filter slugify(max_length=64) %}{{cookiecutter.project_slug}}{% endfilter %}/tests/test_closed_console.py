@@ -15,6 +15,7 @@ import pytest
 
 from gpu_doctor import (
     checkup,
+    commands,
     summary,
 )
 from gpu_doctor.verdict import (
@@ -58,7 +59,7 @@ class FullDisk(io.TextIOBase):
 @pytest.fixture(autouse=True)
 def stdout_not_yet_gone(monkeypatch):
     """Each test starts with a stdout that is there (the flag is per process)."""
-    monkeypatch.setattr(cli, "_stdout_gone", False, raising=False)
+    monkeypatch.setattr(commands, "_stdout_gone", False)
 
 
 def child_env():
@@ -141,7 +142,7 @@ def test_verify_install_with_stdout_closed_exits_with_its_verdict(
 ):
     verdict = checkup.main([])
     capsys.readouterr()
-    monkeypatch.setattr(cli, "_stdout_gone", False, raising=False)
+    monkeypatch.setattr(commands, "_stdout_gone", False)
     monkeypatch.setattr(sys, "stdout", None)
     assert checkup.main(["--json"]) == verdict
     assert "Traceback" not in capsys.readouterr().err
@@ -176,7 +177,7 @@ def test_ctrl_c_during_verify_install_exits_130_without_a_traceback(capsys, monk
 def test_reports_with_stdout_closed_exits_as_with_it(capsys, monkeypatch):
     code = summary.main([str(SAMPLES)])
     capsys.readouterr()
-    monkeypatch.setattr(cli, "_stdout_gone", False, raising=False)
+    monkeypatch.setattr(commands, "_stdout_gone", False)
     monkeypatch.setattr(sys, "stdout", None)
     assert summary.main([str(SAMPLES)]) == code
     assert capsys.readouterr().err == ""

@@ -7,6 +7,8 @@ and the timing run for real. One test runs the real thing end to end on this mac
 
 from __future__ import annotations
 
+import codecs
+import dataclasses
 import datetime
 import importlib
 import importlib.util
@@ -27,10 +29,13 @@ import torch
 
 from gpu_doctor import (
     active_environment,
+    areas,
     checkup,
     envcheck,
     facts,
     probes,
+    render,
+    room,
     stepwise,
 )
 from gpu_doctor.codes import (
@@ -40,6 +45,7 @@ from gpu_doctor.findings import (
     FAIL,
     OK,
     WARN,
+    Finding,
 )
 from gpu_doctor.gpus import (
     Gpu,
@@ -54,6 +60,9 @@ from gpu_doctor.project import (
 )
 from gpu_doctor.rules import (
     packages as package_rules,
+)
+from gpu_doctor.verdict import (
+    Report,
 )
 
 from {{ cookiecutter.package_name }} import (
@@ -130,7 +139,7 @@ def test_directml_that_cannot_load_falls_back_to_the_cpu_with_exit_3(machine, ca
 
 def test_a_working_directml_adapter_exits_0_with_its_float64_support(machine, capsys):
     machine(options=[RADEON])
-    assert checkup.main([]) == checkup.EXIT_OK == 0
+    assert checkup.main(["-v"]) == checkup.EXIT_OK == 0
     out = capsys.readouterr().out
     assert "directml:1: AMD Radeon RX 6700 XT, float64 NOT supported" in out
     # The device as --device names it, never torch's privateuseone:N (the row may wrap).
@@ -163,7 +172,7 @@ def test_several_gpus_of_the_chosen_kind_name_the_torchrun_command(machine, caps
 
 def test_the_table_comes_first_then_the_verdict_then_the_fixes(machine, capsys):
     machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
-    checkup.main([])
+    checkup.main(["-v"])
     out = capsys.readouterr().out
     assert out.index("Smoke test") < out.index("Verdict (exit 3)") < out.index("Fixes:")
 
@@ -234,7 +243,7 @@ def test_an_adapter_name_is_printed_and_written_without_the_nul_of_its_c_string(
     options, unavailable = devices.probe_directml(load=lambda: fake_directml)
     machine(options=options, unavailable=unavailable)
 
-    checkup.main([])
+    checkup.main(["-v"])
     out = capsys.readouterr().out
     _code, report = run_json(capsys)
 
@@ -278,7 +287,7 @@ def test_a_missing_dependency_of_the_project_is_named_and_torch_is_not_blamed(
         checkup, "load_modules", lambda: importlib.import_module(f"{package}.console")
     )
 
-    assert checkup.main([]) == 4
+    assert checkup.main(["-v"]) == 4
     out = read_output(capsys.readouterr().out)
 
     assert ("FAIL", "torch") not in out.rows and "force-reinstall" not in out.text
@@ -745,7 +754,7 @@ def situation(monkeypatch):
     check_packages = package_rules.check_packages
 
     def describe(name, accelerator, os_facts, gpus, options, unavailable, request, lenet,
-                 installed, env_manager, args=()):  # fmt: skip
+                 installed, env_manager, args=(), verbose=True):  # fmt: skip
         chosen = advice_project(accelerator, env_manager)
         packages = installed_pins(chosen) if installed == "pins" else installed
         # The environment this test runs in must not leak in: its name and its torch.
@@ -781,7 +790,8 @@ def situation(monkeypatch):
         monkeypatch.setattr(checkup, "load_modules", lambda: modules)
         if "torch" not in packages:
             monkeypatch.setattr(checkup, "import_torch", no_torch)
-        code = checkup.main(["--device", request, *args])
+        shown = ["-v"] if verbose else []  # -v: every finding, the table the tests read
+        code = checkup.main([*shown, "--device", request, *args])
         return code, chosen
 
     return describe
@@ -810,6 +820,181 @@ def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
     assert can == (code in (checkup.EXIT_OK, checkup.EXIT_CPU_FALLBACK)), out.text
     if not can:
         assert out.go_on.startswith("You cannot train yet") and out.fixes, out.text
+
+
+# ------------------------------------------------- the default report: one line per area
+
+AREA_LINE = re.compile(r"^\[(.)\] ([^:]+): (.*)$")
+SUMMARY_FIX = re.compile(r"^  (\d+)\. \[([^\]]+)\] (.*)$")
+ISSUES = re.compile(r"found issues in (\d+) areas?")
+
+
+@dataclass
+class Summary:
+    """verify_install's default output, read back: area lines, fixes, the verdict line."""
+
+    areas: list  # (mark, area, text)
+    fixes: list  # (areas, fix text)
+    verdict: str
+    lines: list
+
+
+def read_summary(text: str) -> Summary:
+    lines = text.splitlines()
+    areas, fixes, verdict = [], [], ""
+    for line in lines:
+        if AREA_LINE.match(line):
+            areas.append(AREA_LINE.match(line).groups())
+        elif SUMMARY_FIX.match(line):
+            number, where, fix = SUMMARY_FIX.match(line).groups()
+            assert int(number) == len(fixes) + 1, text
+            fixes.append([where.split(", "), fix])
+        elif line.startswith("     ") and fixes:
+            fixes[-1][1] += " " + line.strip()
+        elif line.startswith(("Ready to train", "Not ready to train")):
+            verdict = line
+    return Summary(areas, [(where, fix) for where, fix in fixes], verdict, lines)
+
+
+@pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
+def test_the_default_report_is_one_line_per_area_the_fixes_to_do_and_a_verdict(
+    situation, capsys, case, monkeypatch
+):
+    """Like Flutter's doctor: one marked line per area, only the fixes that ask for an action
+    (each one also in -v), one verdict line that counts the areas with issues."""
+    checked, check = [], checkup.run
+
+    def once(request):  # one check-up, shown both ways: timings differ from run to run
+        if not checked:
+            checked.append(check(request))
+        return checked[0]
+
+    monkeypatch.setattr(checkup, "run", once)
+    code, _ = situation(*case, "venv", verbose=False)
+    summary = read_summary(capsys.readouterr().out)
+    situation(*case, "venv")
+    verbose = read_output(capsys.readouterr().out)
+
+    names = [area for _mark, area, _text in summary.areas]
+    assert len(names) == len(set(names)), summary.lines  # one line per area
+    known = [name for name in names if name in areas.AREAS]
+    assert known == sorted(known, key=list(areas.AREAS).index), names  # in the areas' order
+    assert summary.lines[0].startswith("verify_install: ")
+    shown = {" ".join(fix.split()) for _label, fix in verbose.fixes}
+    for where, fix in summary.fixes:
+        assert " ".join(fix.split()) in shown, fix  # the same words as -v
+        assert not fix.lower().startswith("nothing to"), fix  # no action: no fix
+        assert set(where) <= set(names), (where, names)
+    issues = [area for mark, area, _text in summary.areas if mark in "!\u2717"]
+    for area in issues:  # no warning without an action: each area with issues has its fix
+        mark = next(m for m, a, _t in summary.areas if a == area)
+        if mark == "!":
+            assert any(area in where for where, _fix in summary.fixes), summary.lines
+    counted = ISSUES.search(summary.verdict)
+    assert (int(counted.group(1)) if counted else 0) == len(issues), summary.verdict
+    assert summary.verdict.startswith("Not ready" if code == checkup.EXIT_BROKEN else "Ready")
+    assert "accelerator=" not in "\n".join(summary.lines + [verbose.text])  # template words
+
+
+def test_on_linux_without_a_gpu_the_default_report_fits_twenty_lines(situation, capsys):
+    """The issue's measure: this laptop's default report is at most 20 lines, one fix."""
+    case = next(case for case in SITUATIONS if case[0] == "linux-no-gpu-no-d3d12")
+    code, _ = situation(*case, "venv", verbose=False)
+    text = capsys.readouterr().out
+    summary = read_summary(text)
+
+    assert code == checkup.EXIT_CPU_FALLBACK
+    assert len(text.splitlines()) <= 20, text
+    assert [area for _mark, area, _text in summary.areas] == list(areas.AREAS)
+    (only,) = summary.fixes  # the OS, GPU, torch and device fixes all say "create cpu"
+    assert only[1].startswith("Create the cpu environment") and "Environment" in only[0]
+    assert summary.verdict.startswith("Ready to train on the CPU only (slower): found issues")
+    assert "WARN" not in text and "Verdict (exit" not in text  # the table is -v's
+
+
+def test_a_warning_whose_fix_is_nothing_to_do_is_information():
+    gpu = Finding("GPU", WARN, "Only an integrated GPU.", "Nothing to install. Compare first.")
+    python = Finding("Python", OK, "Python 3.11.9 (64-bit) is supported.")
+    report = Report(project={"name": "Digits", "accelerator": "directml"}, findings=[python, gpu])
+    report.exit_code = checkup.EXIT_OK
+    report.chosen = {"kind": "directml", "label": "directml:0", "name": "Intel UHD"}
+
+    text = render.render_summary(report)
+
+    assert "[\u2713] GPU: Only an integrated GPU." in text and "[!]" not in text
+    assert "Fixes:" not in text and areas.actions(report.findings) == []
+    assert text.splitlines()[-2] == "Ready to train on directml:0 (Intel UHD)."
+    assert "Nothing to install. Compare first." in render.render_text(report)  # -v keeps it
+
+
+def test_a_fix_that_points_at_the_environment_fix_adds_its_area_to_that_fix():
+    create = "Create the cpu environment: `pip install -r environments/cpu.txt`."
+    findings = [
+        Finding("Environment", WARN, "Best for this machine: cpu.", create),
+        Finding("torch", WARN, "torch 2.14.1 is installed.", "Create the cpu environment, as "
+                "the Environment fix says, rather than repairing this one."),
+        Finding("OS", WARN, "Linux.", "Run on Windows. Here, use the environment the "
+                "Environment line names."),
+    ]  # fmt: skip
+
+    (fix,) = areas.actions(findings)
+
+    assert (fix.text, fix.areas) == (create, ["Environment", "PyTorch", "System"])
+
+
+def test_the_area_marks_fall_back_to_ascii_on_a_console_that_cannot_show_them():
+    assert render.marks_for("utf-8") == render.AREA_MARKS
+    assert render.marks_for("cp1252") == render.ASCII_MARKS
+    for mark in render.marks_for("cp1252").values():
+        mark.encode("cp1252")
+
+
+def test_verbose_shows_every_finding_and_every_fix(machine, capsys):
+    machine(options=[RADEON])
+    checkup.main(["--json"])
+    report = json.loads(capsys.readouterr().out)
+    checkup.main(["--verbose"])
+    words = " ".join(capsys.readouterr().out.split())
+
+    assert len(report["findings"]) > 8 and "Timing" in words
+    for finding in report["findings"]:
+        if finding["check"] == "Timing":  # measured again by the second run: other numbers
+            continue
+        assert " ".join(finding["found"].split()) in words, finding
+        assert " ".join(finding["fix"].split()) in words, finding
+
+
+def test_output_writes_the_report_in_utf8_whatever_the_console(
+    machine, capsys, tmp_path, monkeypatch
+):
+    """PowerShell 5's `>` writes UTF-16: --output writes UTF-8, which the room summary reads."""
+    machine()
+    named = dataclasses.replace(project(), project_name="\u624b\u5199\u6570\u5b57")
+    monkeypatch.setattr(checkup, "load_project", lambda: named)
+    report_file, text_file = tmp_path / "ann.json", tmp_path / "ann.txt"
+
+    code = checkup.main(["--json", "--output", str(report_file)])
+    said = capsys.readouterr().out
+    checkup.main(["--output", str(text_file)])
+    capsys.readouterr()
+
+    data = report_file.read_bytes()
+    assert not data.startswith(codecs.BOM_UTF8) and not data.startswith(codecs.BOM_UTF16_LE)
+    report = json.loads(data.decode("utf-8"))
+    assert report["project"]["name"] == "\u624b\u5199\u6570\u5b57"
+    assert report["verdict"]["exit_code"] == code
+    assert said == f"Report written to {report_file}: cpu-fallback.\n"
+    assert room.load_report(report_file).status == "cpu-fallback"
+    text = text_file.read_text(encoding="utf-8")
+    assert text.startswith("verify_install: \u624b\u5199\u6570\u5b57") and "[\u2713]" in text
+
+
+def test_output_into_a_folder_that_is_not_there_is_a_usage_error(machine, capsys, tmp_path):
+    machine()
+    with pytest.raises(SystemExit) as done:
+        checkup.main(["--json", "--output", str(tmp_path / "missing" / "ann.json")])
+    assert done.value.code == 2
+    assert "cannot write --output" in capsys.readouterr().err
 
 
 def test_the_run_configuration_option_turns_a_cpu_fallback_into_exit_0(situation, capsys):
@@ -969,7 +1154,7 @@ def test_a_smoke_test_that_fails_in_the_loss_names_the_loss(
     machine, capsys, loss_fails_on_the_device
 ):
     machine(options=[GTX_470], lenet=GpuLeNet)
-    code = checkup.main([])
+    code = checkup.main(["-v"])
     out = read_output(capsys.readouterr().out)
     _code, report = run_json(capsys)
 
@@ -994,7 +1179,7 @@ def test_a_smoke_test_that_fails_in_the_loss_names_the_loss(
 
 def test_a_layer_that_fails_on_the_device_is_named(machine, capsys):
     machine(options=[GTX_470], lenet=Conv2FailsLeNet)
-    code = checkup.main([])
+    code = checkup.main(["-v"])
     out = read_output(capsys.readouterr().out)
     _code, report = run_json(capsys)
 
@@ -1020,7 +1205,7 @@ def test_a_training_step_that_fails_in_the_optimizer_names_it(machine, capsys):
         train_step=train.train_step,
     )
     machine(options=[GTX_470], trainer=trainer)
-    code = checkup.main([])
+    code = checkup.main(["-v"])
     out = read_output(capsys.readouterr().out)
     _code, report = run_json(capsys)
 
