@@ -51,6 +51,7 @@ ALWAYS = {
     "src/gpu_doctor/__init__.py",
     "src/gpu_doctor/active_environment.py",
     "src/gpu_doctor/amd_linux.py",
+    "src/gpu_doctor/areas.py",
     "src/gpu_doctor/bounded.py",
     "src/gpu_doctor/builds.py",
     "src/gpu_doctor/checkup.py",
