@@ -107,16 +107,27 @@ def write_answers(project_dir: Path, answers: dict) -> None:
         file.write(text)
 
 
-def environment_report(project_dir: Path, package: str) -> tuple:
-    """Run the generated package's own standard-library checks, as verify_install does.
+DOCTOR = "gpu_doctor"  # the generated project's doctor, a package beside the project's own
+
+
+def forget_doctor() -> None:
+    """Drop the doctor's modules imported for an earlier project in this process (a test run
+    generates many): each project's doctor reads its own project.json."""
+    for name in [name for name in sys.modules if name.split(".")[0] == DOCTOR]:
+        del sys.modules[name]
+
+
+def environment_report(project_dir: Path) -> tuple:
+    """Run the generated project's doctor: its standard-library checks, as verify_install does.
 
     Returns the printed report and the environment they found best for this machine (a dict
     with its stack and commands), or None when they could not tell.
     """
     sys.dont_write_bytecode = True  # leave no __pycache__ behind in the new project
     sys.path.insert(0, str(project_dir / "src"))
+    forget_doctor()
     try:
-        envcheck = importlib.import_module(f"{package}.doctor.envcheck")
+        envcheck = importlib.import_module(f"{DOCTOR}.envcheck")
         details: dict = {}
         findings = envcheck.run_checks(context="hook", details=details)
         return envcheck.format_findings(findings), details.get("recommendation")
@@ -127,6 +138,7 @@ def environment_report(project_dir: Path, package: str) -> tuple:
         ), None
     finally:
         sys.path.remove(str(project_dir / "src"))
+        forget_doctor()
 
 
 def another_environment(answers: dict, best) -> dict | None:
@@ -278,7 +290,7 @@ def main(answers: dict, project_dir: Path) -> int:
     for path in used_replay_files:
         print(f"Removed {path}: its answers are now in the project's {ANSWERS_FILE}.")
     print("\nThis machine:")
-    report, best = environment_report(project_dir, answers["package_name"])
+    report, best = environment_report(project_dir)
     print(report)
     print()
     print(next_steps(answers, project_dir.resolve(), best))

@@ -125,12 +125,12 @@ def test_answers_file_is_a_replay_file_without_private_keys(post_gen, tmp_path):
     assert "__prompts__" not in recorded
 
 
-def test_environment_report_never_raises_when_the_package_is_broken(post_gen, tmp_path):
-    package = tmp_path / "src" / "broken_pkg"
+def test_environment_report_never_raises_when_the_doctor_is_broken(post_gen, tmp_path):
+    package = tmp_path / "src" / "gpu_doctor"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("raise RuntimeError('boom')\n")
 
-    report, best = post_gen.environment_report(tmp_path, "broken_pkg")
+    report, best = post_gen.environment_report(tmp_path)
 
     assert best is None
     assert report.startswith("[warn] The environment checks could not run here")

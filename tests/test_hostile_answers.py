@@ -34,12 +34,13 @@ INJECTION = "x'''); import pathlib; pathlib.Path('INJECTED').write_text('pwned')
 
 
 def structured_files(baked):
-    """Configuration files; tests/data holds sample reports, one of them deliberately not JSON."""
+    """Configuration files; tests/doctor/data holds sample reports, one of them deliberately not
+    JSON."""
     return sorted(
         f
         for f in baked.files()
         if f.endswith((".xml", ".toml", ".yml", ".yaml", ".json"))
-        and not f.startswith("tests/data/")
+        and not f.startswith("tests/doctor/data/")
     )
 
 
@@ -64,7 +65,7 @@ def test_hostile_project_name_round_trips_through_every_config_file(bake, name):
     project = baked.toml("pyproject.toml")["project"]
     assert project["description"] == expected
     assert project["authors"][0]["name"] == expected
-    settings = baked.json(f"src/{baked.package}/machinery/project.json")
+    settings = baked.json("src/gpu_doctor/project.json")
     assert settings["project_name"] == expected
     assert baked.json(".cookiecutter.json")["cookiecutter"]["project_name"] == name
     for markdown in ("README.md", "README.zh-CN.md"):

@@ -64,6 +64,10 @@ INVALID = {
         {"package_name": "torch"},
         "The package name 'torch' would shadow the module of the same name",
     ),
+    "package shadowing the project's doctor": (
+        {"package_name": "gpu_doctor"},
+        "The package name 'gpu_doctor' would shadow the module of the same name",
+    ),
     "package shadowing the test package": (
         {"package_name": "test"},
         "The package name 'test' would shadow the module of the same name",

@@ -7,6 +7,8 @@ import dataclasses
 
 import pytest
 
+from gpu_doctor import summary
+
 from {{ cookiecutter.package_name }} import (
     benchmark,
     data,
@@ -19,7 +21,6 @@ from {{ cookiecutter.package_name }} import (
 from {{ cookiecutter.package_name }}.datasets import (
     mnist,
 )
-from {{ cookiecutter.package_name }}.doctor import reports
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     cli,
@@ -427,7 +428,7 @@ COMMANDS = {  # command: its main, and the shared options it offers
     "benchmark": (benchmark.main, {"--device"}),
     "verify_install": (verify_install.main, {"--device"}),
     "data": (data.main, {"--data-dir"}),
-    "doctor.reports": (reports.main, set()),
+    "gpu_doctor.summary": (summary.main, set()),  # the doctor's command, not the project's
 }
 
 
@@ -453,7 +454,8 @@ def test_every_command_words_the_shared_options_alike(name, monkeypatch, capsys)
     command, in other words, fails here."""
     main, offered = COMMANDS[name]
     parser, text = parser_and_help(main, monkeypatch, capsys)
-    assert text.startswith(f"usage: python -m {train.__package__}.{name} ")
+    module = name if name.startswith("gpu_doctor.") else f"{train.__package__}.{name}"
+    assert text.startswith(f"usage: python -m {module} ")
     options = {o: a for a in parser._actions for o in a.option_strings}
     assert offered <= set(options), f"{name} lacks {offered - set(options)}"
     for option in set(options) & set(SHARED):

@@ -13,16 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from gpu_doctor import (
+    checkup,
+    commands,
+    summary,
+)
+from gpu_doctor.verdict import (
+    Report,
+)
+
 from {{ cookiecutter.package_name }} import (
     data,
     train,
-)
-from {{ cookiecutter.package_name }}.doctor import (
-    reports,
-    verify_install,
-)
-from {{ cookiecutter.package_name }}.doctor.report import (
-    Report,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
@@ -30,7 +32,7 @@ from {{ cookiecutter.package_name }}.machinery import (
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-SAMPLES = Path(__file__).resolve().parent / "data" / "reports"
+SAMPLES = Path(__file__).resolve().parent / "doctor" / "data" / "reports"
 HAS_DEV_FULL = os.path.exists("/dev/full")
 
 # A training run in a child process on a small synthetic set: a few seconds per epoch.
@@ -57,7 +59,7 @@ class FullDisk(io.TextIOBase):
 @pytest.fixture(autouse=True)
 def stdout_not_yet_gone(monkeypatch):
     """Each test starts with a stdout that is there (the flag is per process)."""
-    monkeypatch.setattr(cli, "_stdout_gone", False, raising=False)
+    monkeypatch.setattr(commands, "_stdout_gone", False)
 
 
 def child_env():
@@ -133,19 +135,19 @@ def test_training_with_stdout_closed_from_the_start(
 def quick_report(monkeypatch):
     """verify_install's checks replaced by a finished report: only the output is tested."""
     report = Report(project={"name": "LeNet test", "accelerator": "cpu"})
-    report.exit_code, report.verdict = verify_install.EXIT_OK, "WORKS: this machine trains."
-    monkeypatch.setattr(verify_install, "run", lambda device: report)
+    report.exit_code, report.verdict = checkup.EXIT_OK, "WORKS: this machine trains."
+    monkeypatch.setattr(checkup, "run", lambda device: report)
     return report
 
 
 def test_verify_install_with_stdout_closed_exits_with_its_verdict(
     capsys, monkeypatch, quick_report
 ):
-    verdict = verify_install.main([])
+    verdict = checkup.main([])
     capsys.readouterr()
-    monkeypatch.setattr(cli, "_stdout_gone", False, raising=False)
+    monkeypatch.setattr(commands, "_stdout_gone", False)
     monkeypatch.setattr(sys, "stdout", None)
-    assert verify_install.main(["--json"]) == verdict
+    assert checkup.main(["--json"]) == verdict
     assert "Traceback" not in capsys.readouterr().err
 
 
@@ -153,19 +155,19 @@ def test_verify_install_into_a_full_disk_exits_74_with_one_sentence(
     capsys, monkeypatch, quick_report
 ):
     monkeypatch.setattr(sys, "stdout", FullDisk())
-    assert verify_install.main([]) == cli.EXIT_OUTPUT_FAILED == 74
+    assert checkup.main([]) == cli.EXIT_OUTPUT_FAILED == 74
     err = capsys.readouterr().err
     assert err == "error: the output could not be written to stdout (No space left on device).\n"
-    assert "74" in verify_install.EXIT_CODES_HELP and "130" in verify_install.EXIT_CODES_HELP
+    assert "74" in checkup.EXIT_CODES_HELP and "130" in checkup.EXIT_CODES_HELP
 
 
 def test_ctrl_c_during_verify_install_exits_130_without_a_traceback(capsys, monkeypatch):
     def pressed(device):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(verify_install, "run", pressed)
+    monkeypatch.setattr(checkup, "run", pressed)
     try:
-        code = verify_install.main([])
+        code = checkup.main([])
     except KeyboardInterrupt:
         pytest.fail("Ctrl+C left verify_install as a traceback")
     assert code == 130
@@ -176,17 +178,17 @@ def test_ctrl_c_during_verify_install_exits_130_without_a_traceback(capsys, monk
 
 
 def test_reports_with_stdout_closed_exits_as_with_it(capsys, monkeypatch):
-    code = reports.main([str(SAMPLES)])
+    code = summary.main([str(SAMPLES)])
     capsys.readouterr()
-    monkeypatch.setattr(cli, "_stdout_gone", False, raising=False)
+    monkeypatch.setattr(commands, "_stdout_gone", False)
     monkeypatch.setattr(sys, "stdout", None)
-    assert reports.main([str(SAMPLES)]) == code
+    assert summary.main([str(SAMPLES)]) == code
     assert capsys.readouterr().err == ""
 
 
 def test_reports_into_a_full_disk_exits_74_with_one_sentence(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdout", FullDisk())
-    assert reports.main([str(SAMPLES), "--markdown"]) == 74
+    assert summary.main([str(SAMPLES), "--markdown"]) == 74
     assert capsys.readouterr().err.startswith("error: the output could not be written")
 
 
@@ -195,7 +197,7 @@ def test_reports_into_a_full_disk_exits_74_with_one_sentence(capsys, monkeypatch
 def test_python_m_reports_into_dev_full(child_limit):
     with open("/dev/full", "w") as full:
         done = subprocess.run(
-            [sys.executable, "-m", reports.__name__, str(SAMPLES)],
+            [sys.executable, "-m", summary.__name__, str(SAMPLES)],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,

@@ -72,7 +72,7 @@ MACHINES = [("darwin", "arm64"), ("linux", "aarch64"), ("win32", "AMD64"), ("lin
 def test_directml_wheels_are_where_the_environment_files_install_torch_directml(system, machine):
     from packaging.markers import Marker
 
-    from {{ cookiecutter.package_name }}.machinery.project import load_project
+    from gpu_doctor.project import load_project
 
     marker = Marker(load_project().stacks["directml"]["markers"]["torch-directml"])
     wheels = marker.evaluate({"sys_platform": system, "platform_machine": machine})

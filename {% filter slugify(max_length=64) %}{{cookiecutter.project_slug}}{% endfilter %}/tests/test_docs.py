@@ -22,14 +22,17 @@ from pathlib import Path
 
 import pytest
 
-import {{ cookiecutter.package_name }} as package
-from {{ cookiecutter.package_name }}.doctor.reports import (
+import gpu_doctor
+from gpu_doctor.summary import (
     decode,
 )
+
+import {{ cookiecutter.package_name }} as package
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = package.__name__
 SOURCES = Path(package.__file__).resolve().parent
+DOCTOR = Path(gpu_doctor.__file__).resolve().parent  # the doctor's package, beside the project's
 READMES = ["README.md", "README.zh-CN.md"]
 PAGES = [
     "docs/commands.md",
@@ -119,8 +122,9 @@ def test_every_python_m_command_names_a_module_of_this_project(document):
     for module in modules:
         if module in OTHER_MODULES:
             continue
-        assert module.startswith(PACKAGE + "."), f"{document}: python -m {module}"
-        path = SOURCES / (module[len(PACKAGE) + 1 :].replace(".", "/") + ".py")
+        top, _, rest = module.partition(".")
+        assert top in (PACKAGE, DOCTOR.name) and rest, f"{document}: python -m {module}"
+        path = (SOURCES if top == PACKAGE else DOCTOR) / (rest.replace(".", "/") + ".py")
         assert path.is_file(), f"{document}: python -m {module}: no {path.relative_to(ROOT)}"
         source = path.read_text(encoding="utf-8")
         assert "__main__" in source, f"{document}: {module} cannot run with python -m"
@@ -320,7 +324,7 @@ def program_strings() -> list:
     """Every string the package can print, as literal pieces: the constant parts of f-strings
     (with a NUL where a value goes, so a quote cannot span one), and plain string constants."""
     pieces = []
-    for path in SOURCES.rglob("*.py"):
+    for path in [*SOURCES.rglob("*.py"), *DOCTOR.rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.JoinedStr):
                 parts = [v.value if isinstance(v, ast.Constant) else "\0" for v in node.values]
@@ -333,7 +337,8 @@ def program_strings() -> list:
 def recorded_outputs() -> list:
     """What the programs printed: the sample reports, and the outputs docs/directml.md quotes."""
     texts = [
-        decode(path.read_bytes()) for path in (ROOT / "tests" / "data" / "reports").glob("*.json")
+        decode(path.read_bytes())
+        for path in (ROOT / "tests" / "doctor" / "data" / "reports").glob("*.json")
     ]
     return texts + ["\n".join(code_spans(read("docs/directml.md")))]
 

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 import torch
 
+from gpu_doctor import (
+    onnx_runtime_check,
+)
+
 from {{ cookiecutter.package_name }} import (
     draw,
     evaluate,
     export,
-)
-from {{ cookiecutter.package_name }}.doctor import (
-    onnx_runtime_check,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,

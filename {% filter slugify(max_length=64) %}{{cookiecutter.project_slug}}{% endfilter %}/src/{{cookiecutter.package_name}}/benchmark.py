@@ -24,6 +24,8 @@ from typing import Callable
 
 import torch
 
+from gpu_doctor.project import load_project
+
 from . import data
 from .machinery import devices, metrics
 from .machinery.cli import (
@@ -36,7 +38,6 @@ from .machinery.cli import (
 )
 from .machinery.console import epoch_bar
 from .machinery.optim import build_optimizer
-from .machinery.project import load_project
 from .model import LeNet5, to_device
 from .train import train_step
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from gpu_doctor.safe_text import printable
+
 from . import data
 from .datasets import handwriting
 from .machinery import checkpoints, devices, onnx_runtime, run_folders
@@ -33,7 +35,6 @@ from .machinery.cli import (
     command_parser,
 )
 from .machinery.page_server import PageServer, RequestError
-from .machinery.untrusted import printable
 from .model import LeNet5, to_device
 
 PAGE = Path(__file__).with_name("draw.html")

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import torch
 
+from gpu_doctor.safe_text import printable
+
 from . import data
 from .datasets import folder, folder_split, mnist
 from .datasets.folder_split import split_change
@@ -39,7 +41,6 @@ from .machinery.cli import (
     write_err,
     write_out,
 )
-from .machinery.untrusted import printable
 from .model import NUM_CLASSES, LeNet5, to_device
 from .train import EVAL_BATCH_SIZE
 

@@ -42,7 +42,7 @@ from .machinery.cli import (
     write_err,
     write_out,
 )
-from .machinery.untrusted import printable
+from gpu_doctor.safe_text import printable
 from .model import NUM_CLASSES, LeNet5
 
 ONNX_NAME = onnx_runtime.ONNX_NAME

@@ -28,7 +28,8 @@ from typing import Any, Iterator
 
 import torch
 
-from ..machinery.untrusted import printable
+from gpu_doctor.safe_text import printable
+
 from . import folder_scan
 
 PREFIX = "folder:"

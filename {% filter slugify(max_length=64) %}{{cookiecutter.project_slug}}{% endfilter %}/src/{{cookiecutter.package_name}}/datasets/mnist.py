@@ -15,7 +15,7 @@ from typing import Any, Tuple
 
 import torch
 
-from ..machinery.untrusted import printable
+from gpu_doctor.safe_text import printable
 
 MNIST_FILES = (
     "train-images-idx3-ubyte.gz",

@@ -22,10 +22,11 @@ from typing import Any, Callable
 
 import torch
 
-from ..doctor.bounded import run_command
+from gpu_doctor.bounded import run_command
+from gpu_doctor.project import load_project
+
 from .cli import clean_name
 from .discovery import DeviceOption, Unavailable, one_line, smoke_test
-from .project import load_project
 
 DIRECTML_PIP = "torch-directml==0.2.5.dev240914"
 DIRECTML_PROBE_TIMEOUT_S = 120.0

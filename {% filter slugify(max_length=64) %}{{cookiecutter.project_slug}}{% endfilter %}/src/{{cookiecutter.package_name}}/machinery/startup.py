@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Sequence
 
+from gpu_doctor.project import load_project
+
 from .. import data
 from ..datasets import folder, mnist
 from . import checkpoints, devices, distributed, output_lock, run_folders
@@ -19,7 +21,6 @@ from .bookkeeping import LAST, RUN_SETTINGS, TrainingRun
 from .cli import MAX_SEED
 from .console import say
 from .optim import OPTIMIZERS
-from .project import load_project
 from .ranks import current
 from .stopping import TrainError, finite
 

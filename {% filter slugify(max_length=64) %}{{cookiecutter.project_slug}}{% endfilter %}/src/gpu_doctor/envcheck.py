@@ -1,0 +1,107 @@
+"""The checks of the machine that need only the standard library: Python, OS, GPUs and drivers,
+and which environment fits best.
+
+The project generator's post-generation hook runs ``run_checks`` from the freshly generated
+``src/``, and verify_install runs it first, so the rules live in one place (``rules/``). The way
+is one direction: facts gathered once (``facts``) -> the rules of each subject -> findings ->
+``render``. Nothing here may raise or hang: a gathering or a rule that fails becomes a finding
+that says what was seen, and the other subjects still run.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from typing import Callable, Iterable
+
+from . import facts as gather
+from .bounded import describe_error
+from .facts import Facts
+from .findings import Finding, internal_error
+from .gpus import GpuScan
+from .os_info import OsInfo
+from .project import Project, load_project
+from .render import format_findings  # noqa: F401  (the hook prints with it)
+from .rules import environment, gpus, packages, python, system
+
+
+def _python_rules(facts: Facts) -> list[Finding]:
+    return python.check_python(facts.project, facts.python, facts.pointer_bits, facts.context)
+
+
+def _os_rules(facts: Facts) -> list[Finding]:
+    return [] if facts.os is None else system.check_os(facts.project, facts.os)
+
+
+def _gpu_rules(facts: Facts) -> list[Finding]:
+    if facts.os is None or facts.scan is None:
+        return []  # the OS check already reported why
+    return gpus.check_gpus(facts.project, facts.os, facts.scan, facts.today, facts.best)
+
+
+def _environment_rules(facts: Facts) -> list[Finding]:
+    if facts.os is None or facts.scan is None:
+        return []
+    return environment.check_environment_choice(
+        facts.project, facts.os, facts.scan, facts.active, facts.context, facts.best
+    )
+
+
+def run_checks(
+    context: str = "project",
+    project: Project | None = None,
+    version_info: tuple[int, ...] | None = None,
+    pointer_bits: int | None = None,
+    os_facts: OsInfo | None = None,
+    gpu_scan: GpuScan | None = None,
+    today: datetime.date | None = None,
+    details: dict | None = None,
+    active: str | None = None,
+) -> list[Finding]:
+    """All standard-library checks; arguments replace the real system in tests.
+
+    ``details``, when given, receives "recommendation": the best environment for this
+    machine as a dict (stack, why, gpu, files, commands, and the active stack). ``active``:
+    the stack of this environment when the caller has read it already."""
+    try:
+        project = project or load_project()
+    except Exception as error:  # a damaged project.json: say so, check nothing else
+        return [packages.project_unreadable(error)]
+    facts = Facts(
+        project,
+        context,
+        tuple(version_info or sys.version_info[:3]),
+        pointer_bits or (64 if sys.maxsize > 2**32 else 32),
+        today or datetime.date.today(),
+    )
+
+    def with_os(facts: Facts) -> Facts:
+        return facts.with_os(os_facts or gather.detect_os())
+
+    def with_gpus(facts: Facts) -> Facts:
+        if facts.os is None:
+            return facts
+        return facts.with_scan(gpu_scan or gather.scan_gpus(facts.os))
+
+    def with_active(facts: Facts) -> Facts:
+        if context == "hook":
+            return facts
+        return facts.with_active(active or gather.active_stack(project))
+
+    # Each subject: the facts it adds, then its rules. One that fails stops none of the others.
+    subjects: list[tuple[Callable[[Facts], Facts] | None, Callable[[Facts], Iterable[Finding]]]] = [
+        (None, _python_rules),
+        (with_os, _os_rules),
+        (with_gpus, _gpu_rules),
+        (with_active, _environment_rules),
+    ]
+    findings: list[Finding] = []
+    for add_facts, rules in subjects:
+        try:
+            facts = add_facts(facts) if add_facts else facts
+            findings.extend(rules(facts))
+        except Exception as error:
+            findings.append(internal_error(describe_error(error)))
+    if details is not None and facts.details() is not None:
+        details["recommendation"] = facts.details()
+    return findings

@@ -1,0 +1,260 @@
+"""The report as people read it: by default one line per area, the fixes that ask for an
+action and one verdict line (``render_summary``); with -v a table of every finding, the verdict
+and every fix (``render_text``); Markdown to paste into an issue. Only reads findings and
+reports. Standard library only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+import unicodedata
+from typing import Iterable, Sequence
+
+from .areas import Area, actions, by_area
+from .codes import SCHEMA_VERSION
+from .findings import FAIL, OK, WARN, Finding
+from .verdict import (
+    EXIT_CPU_FALLBACK,
+    EXIT_OK,
+    Report,
+    can_go_on,
+    describe_platform,
+    private_path,
+)
+
+MARKS = {OK: "ok", WARN: "WARN", FAIL: "FAIL"}
+
+
+def _width(width: int | None) -> int:
+    if width is None:
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+    return max(60, min(width, 110))
+
+
+def format_table(findings: Sequence[Finding], width: int | None = None) -> str:
+    """One row per finding: status, check, and what was found, wrapped to the terminal."""
+    width = _width(width)
+    check_width = max([len(f.check) for f in findings] + [5])
+    indent = " " * (2 + 4 + 2 + check_width + 2)
+    lines = []
+    for finding in findings:
+        mark = MARKS.get(finding.status, "??")
+        first = f"  {mark:<4}  {finding.check:<{check_width}}  "
+        wrapped = textwrap.wrap(finding.found, width - len(indent), break_on_hyphens=False)
+        wrapped = wrapped or [""]
+        lines.append(first + wrapped[0])
+        lines.extend(indent + line for line in wrapped[1:])
+    return "\n".join(lines)
+
+
+def format_fixes(findings: Sequence[Finding], width: int | None = None) -> str:
+    """'Fixes:' and one numbered entry per finding that has a fix, failures first."""
+    width = _width(width)
+    order = {FAIL: 0, WARN: 1, OK: 2}
+    with_fix = sorted(
+        (f for f in findings if f.fix), key=lambda finding: order.get(finding.status, 3)
+    )
+    if not with_fix:
+        return ""
+    groups: dict[str, list[Finding]] = {}  # one entry per distinct fix, in order
+    for finding in with_fix:
+        groups.setdefault(finding.fix, []).append(finding)
+    lines = ["Fixes:"]
+    for number, (fix, group) in enumerate(groups.items(), 1):
+        checks = ", ".join(dict.fromkeys(finding.check for finding in group))
+        head = f"  {number}. [{MARKS.get(group[0].status, '??')} {checks}] "
+        lines.append(
+            textwrap.fill(
+                fix,
+                width,
+                initial_indent=head,
+                subsequent_indent="     ",
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(lines)
+
+
+def format_findings(findings: Iterable[Finding], width: int | None = None) -> str:
+    findings = list(findings)
+    fixes = format_fixes(findings, width)
+    return format_table(findings, width) + ("\n\n" + fixes if fixes else "")
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: two for each wide (CJK) character."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _title(report: Report) -> str:
+    project = report.project
+    name, accelerator = project.get("name", "?"), project.get("accelerator", "?")
+    return f"verify_install: {name} (accelerator: {accelerator})"
+
+
+def _verdict_line(report: Report) -> str:
+    """The verdict; in a printed report, a CPU fallback points at the WARN lines above it
+    (--json has no lines above, so its verdict does not)."""
+    verdict = report.verdict
+    if report.exit_code == EXIT_CPU_FALLBACK and any(
+        finding.status == WARN for finding in report.findings
+    ):
+        verdict = verdict.rstrip(".") + "; the WARN lines above say why."
+    return verdict
+
+
+def render_text(report: Report, exit_code: int | None = None) -> str:
+    title = _title(report)
+    underline = "=" * min(display_width(title), 100)
+    lines = [title, underline, format_table(report.findings), ""]
+    code = report.exit_code if exit_code is None else exit_code
+    lines.append(f"Verdict (exit {code}): {_verdict_line(report)}")
+    lines.append(can_go_on(report))
+    fixes = format_fixes(report.findings)
+    if fixes:
+        lines += ["", fixes]
+    lines += ["", f"({report.seconds:.1f} s; `--json` for a machine-readable report)"]
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """Text for one cell of a Markdown table: no line breaks, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render_markdown(report: Report, exit_code: int | None = None) -> str:
+    """One machine's report to paste into an issue or a chat: the same findings, verdict and
+    fixes as the text, the system in one line, and nothing personal (no paths of the user)."""
+    code = report.exit_code if exit_code is None else exit_code
+    project = report.project
+    system = (
+        f"{describe_platform()}, Python {sys.version.split()[0]}, template "
+        f"{project.get('template_version') or '?'}, schema {SCHEMA_VERSION}, {report.created}"
+    )
+    lines = [
+        f"### {_cell(_title(report))}",
+        "",
+        f"**Verdict (exit {code}):** {_cell(_verdict_line(report))}  ",
+        _cell(can_go_on(report)),
+        "",
+        "| status | check | code | found |",
+        "| --- | --- | --- | --- |",
+    ]
+    for finding in report.findings:
+        mark, code = MARKS.get(finding.status, "??"), finding.code or "-"
+        lines.append(f"| {mark} | {_cell(finding.check)} | `{code}` | {_cell(finding.found)} |")
+    fixes = format_fixes(report.findings, width=10_000)
+    if fixes:
+        lines += ["", "**Fixes**", ""]
+        lines += [line.strip() for line in fixes.splitlines()[1:]]  # one line per fix
+    lines += ["", f"<sub>{_cell(system)}</sub>"]
+    return private_path("\n".join(lines))
+
+
+# ------------------------------------------------------------------- the default: by area
+
+# Flutter's doctor marks; a console that cannot show them (a Windows code page) gets ASCII.
+AREA_MARKS = {OK: "[\u2713]", WARN: "[!]", FAIL: "[\u2717]"}
+ASCII_MARKS = {OK: "[v]", WARN: "[!]", FAIL: "[x]"}
+
+
+def marks_for(encoding: str | None) -> dict[str, str]:
+    """The area marks a stream of this encoding can carry unchanged."""
+    try:
+        "".join(AREA_MARKS.values()).encode(encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return ASCII_MARKS
+    return AREA_MARKS
+
+
+def _first_sentence(text: str) -> str:
+    """The text up to its first full stop that ends a sentence ('3.11.7' is none)."""
+    for index, char in enumerate(text):
+        if char == "." and (index + 1 == len(text) or text[index + 1] == " "):
+            return text[: index + 1]
+    return text
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in ``width`` columns, cut after a whole word ("...") when it is longer."""
+    if display_width(text) <= width:
+        return text
+    kept = text[: max(width - 3, 1)]
+    return (kept.rsplit(" ", 1)[0] if " " in kept else kept).rstrip(",;:") + "..."
+
+
+def area_line(area: Area, report: Report, marks: dict[str, str], width: int) -> str:
+    """``[!] GPU: No GPU for compute found: training runs on the CPU.``: the area's mark and
+    the finding that speaks for it, on one line; "(+N more)" counts the area's other issues."""
+    headline = area.headline()
+    text = _first_sentence(headline.found)
+    if area.name == "Device" and area.status == OK and report.chosen:
+        chosen, timing = (
+            report.chosen,
+            next((f for f in area.findings if f.check == "Timing"), None),
+        )
+        text = f"{chosen['label']} ({chosen['name']})" + (
+            f"; {_first_sentence(timing.found)}" if timing else "."
+        )
+    others = sum(
+        1 for f in area.findings if f is not headline and area.status != OK and f.status != OK
+    )
+    more = f" (+{others} more)" if others else ""
+    head = f"{marks[area.status]} {area.name}: "
+    return head + _cut(text, width - display_width(head) - len(more)) + more
+
+
+def _where(report: Report) -> str:
+    chosen = report.chosen or {}
+    if chosen.get("kind") in (None, "cpu"):
+        return "the CPU"
+    return f"{chosen.get('label', 'the device')} ({chosen.get('name', '?')})"
+
+
+def verdict_sentence(report: Report, issues: int, fixes: int) -> str:
+    """One line: can training go on, on what, and where to start."""
+    found = f"found issues in {issues} area{'s' if issues != 1 else ''}"
+    start = "fix 1 first" if fixes else "run with -v and report the output"
+    if report.exit_code == EXIT_OK:
+        ready = f"Ready to train on {_where(report)}"
+        return f"{ready}." if not issues else f"{ready}; {found}: {start}."
+    if report.exit_code == EXIT_CPU_FALLBACK:
+        accelerator = report.project.get("accelerator", "the GPU")
+        ready = "Ready to train on the CPU only (slower)"
+        if not issues:
+            return f"{ready}: {accelerator} is not usable here."
+        return f"{ready}: {found}; {start}."
+    if not fixes:
+        why = report.verdict.split(": ", 1)[-1].rstrip(".") if report.verdict else "see -v"
+        return f"Not ready to train: {why}; run with -v and report the output."
+    return f"Not ready to train: {found}; {start}, then run verify_install again."
+
+
+def render_summary(report: Report, encoding: str | None = "utf-8", width: int | None = None) -> str:
+    """The default report: one line per area, the fixes that ask the user to do something
+    (numbered, failures first) and the verdict. ``encoding``: the stream's, for the marks."""
+    width = _width(width)
+    marks = marks_for(encoding)
+    areas = by_area(report.findings)
+    lines = [_title(report)]
+    lines += [area_line(area, report, marks, width) for area in areas]
+    fixes = actions(report.findings)
+    if fixes:
+        lines += ["", "Fixes:"]
+        for number, fix in enumerate(fixes, 1):
+            head = f"  {number}. [{', '.join(fix.areas)}] "
+            lines.append(
+                textwrap.fill(
+                    fix.text,
+                    width,
+                    initial_indent=head,
+                    subsequent_indent="     ",
+                    break_on_hyphens=False,
+                )
+            )
+    issues = sum(1 for area in areas if area.status != OK)
+    lines += ["", verdict_sentence(report, issues, len(fixes))]
+    lines.append(f"({report.seconds:.1f} s; -v shows every finding and fix, --json a report)")
+    return "\n".join(lines)

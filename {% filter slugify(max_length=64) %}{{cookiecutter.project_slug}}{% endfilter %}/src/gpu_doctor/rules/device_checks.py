@@ -1,0 +1,195 @@
+"""Rules about the devices torch sees: each device it can train on, each backend that should be
+there and is not (with the reason's fix), the device chosen. The fixes name other fixes (the
+Driver's, the Environment's) only when those are printed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from ..bounded import describe_error
+from ..findings import (
+    CHOOSES_ENVIRONMENT,
+    FAIL,
+    INSTALLS_BACKEND,
+    OK,
+    REPAIRS_ENVIRONMENT,
+    UPDATES_DRIVER,
+    WARN,
+    Finding,
+    printed_fix,
+)
+from ..project import Project
+from ..visible_devices import hidden_fix
+from . import cuda, rocm
+from .packages import install_fix
+
+CODES = {
+    "DEVICE-FOUND": "A device torch can train on.",
+    "DEVICE-NOT-HERE": "Backends this machine or build does not have (one line for all).",
+    "DEVICE-UNAVAILABLE-DIRECTML": "DirectML is unavailable, with the reason.",
+    "DEVICE-UNAVAILABLE-CUDA": "CUDA (or ROCm) is unavailable, with the reason.",
+    "DEVICE-UNAVAILABLE-XPU": "Intel XPU is unavailable, with the reason.",
+    "DEVICE-UNAVAILABLE-MPS": "Apple MPS is unavailable, with the reason.",
+    "DEVICE-DISCOVERY-FAILED": "Listing the devices failed.",
+    "DEVICE-NOT-AVAILABLE": "The device asked for with --device is not available.",
+    "DEVICE-CHOSEN": "The device training would use.",
+    "DEVICE-COUNT": "How many devices of the chosen kind, and the torchrun command for several.",
+}
+
+# The device kind each stack trains on, where the two names differ (torch calls both CUDA
+# builds' devices "cuda").
+DEVICE_KIND = {"cuda-legacy": "cuda"}
+
+
+def device_findings(
+    discovery: Any,
+    project: Project,
+    earlier: Sequence[Finding] = (),
+    recommendation: dict[str, Any] | None = None,
+    torch_said: str = "",
+    measured: Sequence[tuple[str, str]] = (),
+    environ: Mapping[str, str] | None = None,
+) -> list[Finding]:
+    """One line per device torch can train on, one per backend that should be there and is
+    not (with the reason and its fix), and one line for all the backends this machine or build
+    simply does not have. ``earlier``: the findings so far, whose fixes the advice may name.
+    ``torch_said``: torch's warnings while it listed the devices; ``measured``: (GPU name,
+    compute capability) from torch; ``environ``: the environment variables (None: this
+    process's), for those that hide GPUs from torch."""
+    findings = []
+    for option in discovery.options:
+        details = option.details or {}
+        float64 = details.get("float64")
+        extra = ""
+        if float64 is not None:
+            extra = f", float64 {'supported' if float64 else 'NOT supported (keep float32)'}"
+        findings.append(
+            Finding("Device", OK, f"{option.label}: {option.name}{extra}.", code="DEVICE-FOUND")
+        )
+    absent = []  # backends this install or machine simply does not have: one line for all
+    for missing in discovery.unavailable:
+        ours = missing.kind == DEVICE_KIND.get(project.accelerator, project.accelerator)
+        # CUDA_VISIBLE_DEVICES="" and the like hide the GPUs: that, not the driver, is the fix.
+        hidden = hidden_fix(project.accelerator, missing.kind, missing.reason, environ)
+        if ours or getattr(missing, "installed", True) or hidden:
+            status = WARN if ours or project.accelerator != "cpu" else OK
+            fix, role = "", ""
+            if missing.kind == "directml" and ours:
+                fix, role = _directml_fix(missing.reason, project, earlier)
+            elif missing.kind == "cuda":
+                fix, role = _cuda_fix(missing.reason, project, earlier)
+            if hidden:
+                fix, role = hidden, ""
+            code = f"DEVICE-UNAVAILABLE-{missing.kind.upper()}"
+            found = f"{missing.kind} unavailable: {missing.reason}."
+            kernels = rocm.invalid_device_function(missing.reason, recommendation, project)
+            if kernels:
+                code, found, fix, role = (
+                    "ROCM-INVALID-DEVICE-FUNCTION",
+                    f"{found} {kernels[0]}",
+                    kernels[1],
+                    "",
+                )
+            image = None
+            if missing.kind == "cuda":
+                text = f"{missing.reason} {torch_said}"
+                image = cuda.no_kernel_image(text, recommendation, project, measured)
+            if image:
+                code, found, fix, role = "CUDA-NO-KERNEL-IMAGE", f"{found} {image[0]}", image[1], ""
+            findings.append(Finding("Device", status, found, fix, code, role))
+        else:
+            absent.append(f"{missing.kind} ({missing.reason})")
+    if absent:
+        findings.append(
+            Finding(
+                "Device",
+                OK,
+                f"Not on this machine or build: {'; '.join(absent)}.",
+                code="DEVICE-NOT-HERE",
+            )
+        )
+    return findings
+
+
+def discovery_failed(error: BaseException) -> Finding:
+    return Finding(
+        "Device",
+        FAIL,
+        f"Device discovery failed: {describe_error(error)}.",
+        code="DEVICE-DISCOVERY-FAILED",
+    )
+
+
+def not_available(error: BaseException) -> Finding:
+    """The device asked for with --device is not there (the error names what is)."""
+    return Finding(
+        "Chosen",
+        WARN,
+        f"{describe_error(error)}",
+        "Pick one of the available devices.",
+        code="DEVICE-NOT-AVAILABLE",
+    )
+
+
+def chosen(option: Any) -> Finding:
+    return Finding("Chosen", OK, f"{option.label} ({option.name}).", code="DEVICE-CHOSEN")
+
+
+def device_count(line: str) -> Finding:
+    """How many devices of the chosen kind there are (``distributed.devices_line`` words it)."""
+    return Finding("Chosen", OK, line, code="DEVICE-COUNT")
+
+
+def _directml_fix(
+    reason: str, project: Project, findings: Sequence[Finding] = ()
+) -> tuple[str, str]:
+    """(the fix, its role) of DirectML that does not load, by the reason it gives."""
+    if "not installed" in reason:
+        return install_fix(project), REPAIRS_ENVIRONMENT
+    if "libd3d12" in reason or "libdxcore" in reason:
+        backend = printed_fix(findings, INSTALLS_BACKEND)
+        gpu = (
+            f" {backend[0].upper()}{backend[1:]} says how PyTorch can use your GPU."
+            if backend
+            else ""
+        )
+        here = f"nothing to install, the CPU trains.{gpu}"
+        environment = printed_fix(findings, CHOOSES_ENVIRONMENT)
+        if environment:
+            here = f"{environment} says what trains here."
+        return (
+            "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
+            "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: "
+            + here,
+            "",
+        )
+    driver = printed_fix(findings, UPDATES_DRIVER)
+    how = (
+        f"as {driver} says"
+        if driver
+        else "from the GPU maker's website or Windows Update > Optional updates"
+    )
+    return (
+        f"Update the GPU driver ({how}) and restart; if it persists, train with `--device cpu` "
+        "and report the reason on this line.",
+        "",
+    )
+
+
+def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> tuple[str, str]:
+    """(the fix, its role) of CUDA that is unavailable, by the reason it gives."""
+    if "no CUDA" in reason:  # a CPU-only torch, e.g. PyPI's torch on Windows
+        pins = " ".join(f"{name}=={project.pins[name]}" for name in ("torch", "torchvision"))
+        index = project.index_url or "https://download.pytorch.org/whl/cu130"
+        return (
+            f"Install the CUDA build: `pip install --force-reinstall {pins} --index-url {index}`.",
+            REPAIRS_ENVIRONMENT,
+        )
+    driver = printed_fix(findings, UPDATES_DRIVER)
+    which = f" ({driver} says which)" if driver else ""
+    return (
+        "CUDA needs an NVIDIA GPU and its driver: check that `nvidia-smi` lists the GPU and "
+        f"update the driver{which}. Without an NVIDIA GPU, the CPU trains.",
+        "",
+    )

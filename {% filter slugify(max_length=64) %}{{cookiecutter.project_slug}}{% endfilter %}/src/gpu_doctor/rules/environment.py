@@ -1,0 +1,150 @@
+"""Rules about the environment: which environment file fits this machine best, how the active
+one installs its pins, and the fixes that repair this environment deferring to a better one.
+Standard library only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import recommend
+from ..driver_fit import fit_to_driver
+from ..findings import CHOOSES_ENVIRONMENT, OK, REPAIRS_ENVIRONMENT, WARN, Finding
+from ..gpus import GpuScan
+from ..os_info import OsInfo
+from ..project import Project
+
+CODES = {
+    "ENV-BEST": "The active environment is the best one for this machine.",
+    "ENV-OTHER-BEST": "Another stack's environment fits this machine better.",
+    "ENV-UNKNOWN": "No recommendation: the GPUs could not be listed.",
+}
+
+
+def stack_files(stack: str) -> str:
+    return f"environments/{stack}.txt (venv) or environments/{stack}.yml (conda)"
+
+
+def install_command(project: Project) -> str:
+    """How this project's environment file installs the pinned stack into an environment:
+    the default files, or environments/<stack>.* when another stack's environment is active."""
+    conda, pip = "environment.yml", "requirements.txt"
+    if not project.uses_default_stack:
+        stack = project.accelerator
+        conda, pip = f"environments/{stack}.yml", f"environments/{stack}.txt"
+    if project.env_manager == "conda":
+        return f"`conda env update -f {conda}`"
+    if project.env_manager == "venv":
+        return f"`pip install -r {pip}`"
+    return f"`pip install -r {pip}` (venv) or `conda env update -f {conda}` (conda)"
+
+
+def check_environment_choice(
+    project: Project,
+    info: OsInfo,
+    scan: GpuScan,
+    active: str | None = None,
+    context: str = "project",
+    best: recommend.Recommendation | None = None,
+) -> list[Finding]:
+    """Which environment file fits this machine best, and a WARN (never a FAIL) when the
+    active one is another. ``active`` is the stack of the installed torch (None: unknown,
+    then the project's default stack stands for it); ``best``: the recommendation when
+    already computed (see facts.Facts)."""
+    if not scan.hardware and scan.problems:
+        return [
+            Finding(
+                "Environment",
+                OK,
+                "The GPUs could not be listed, so no environment file is recommended over "
+                f"the default ({project.accelerator}).",
+                code="ENV-UNKNOWN",
+            )
+        ]
+    best = best or fit_to_driver(recommend.recommend(info, scan.hardware), project, info)
+    current = active or project.accelerator
+    python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
+    commands = best.commands(project.project_slug or "<project>", python, info.is_windows)
+    conda, venv = (", then ".join(f"`{c}`" for c in commands[k]) for k in ("conda", "venv"))
+    why = best.why[0].upper() + best.why[1:]
+    seen = f"{best.gpu_text()}: {best.why}" if best.gpu is not None else why
+    if best.stack == current:
+        where = "this environment" if active and context != "hook" else "the default environment"
+        return [
+            Finding(
+                "Environment",
+                OK,
+                f"Best for this machine: {best.stack} ({best.conda_file} or {best.pip_file}), "
+                f"which is {where}. {seen}.",
+                code="ENV-BEST",
+            )
+        ]
+    if context == "hook" or not active:
+        now = f"the project's default environment file is {project.accelerator}"
+    else:
+        now = f"this environment runs the {active} stack"
+    return [
+        Finding(
+            "Environment",
+            WARN,
+            f"Best for this machine: {best.stack}, but {now}. {seen}.",
+            f"Create the {best.stack} environment in the project folder. conda: {conda}. "
+            f"venv: {venv}. Then select it as the interpreter and run verify_install again.",
+            code="ENV-OTHER-BEST",
+            role=CHOOSES_ENVIRONMENT,
+        )
+    ]
+
+
+# Where each stack can train at all (recommend.system_of's names).
+STACK_SYSTEMS = {
+    "directml": ("Windows", "WSL2"),
+    "rocm": ("Linux",),
+    "xpu": ("Windows", "Linux"),
+    "cuda": ("Windows", "Linux", "WSL2"),
+    "cuda-legacy": ("Windows", "Linux", "WSL2"),
+}
+
+
+def defer_to_recommendation(
+    findings: list[Finding], project: Project, recommendation: dict[str, Any] | None
+) -> list[Finding]:
+    """When another stack's environment fits this machine better, the fixes that repair this
+    environment's pins (role REPAIRS_ENVIRONMENT) point at that one first, and offer the repair
+    only where this stack can train at all: never 'create the cpu environment' next to
+    'install the DirectML pins'."""
+    if not recommendation or recommendation.get("stack") in (None, project.accelerator):
+        return findings
+    best, active = recommendation["stack"], project.accelerator
+    system = recommendation.get("system", "")
+    runs_here = system in STACK_SYSTEMS.get(active, (system,))
+    deferred = []
+    for finding in findings:
+        if finding.role == REPAIRS_ENVIRONMENT and finding.fix:
+            lead = f"Create the {best} environment, as the Environment fix says, rather than "
+            if runs_here:
+                fix = f"{lead}repairing this {active} one. To keep {active}: {finding.fix}"
+            else:
+                fix = f"{lead}repairing this {active} one: {active} cannot train on {system}."
+            finding = finding.with_fix(fix)
+        deferred.append(finding)
+    return deferred
+
+
+def recommendation_details(
+    project: Project,
+    info: OsInfo,
+    scan: GpuScan,
+    best: recommend.Recommendation,
+    active: str | None,
+) -> dict[str, Any]:
+    """The best environment for this machine as the report's "recommendation" (stack, why, gpu,
+    files, commands, and the active stack)."""
+    python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
+    slug = project.project_slug or "<project>"
+    return {
+        **best.to_dict(slug, python, info.is_windows),
+        "active": active or project.accelerator,
+        "system": recommend.system_of(info),
+        "active_known": active is not None,
+        "gpus": [gpu.to_dict() for gpu in scan.hardware],
+    }

@@ -1,0 +1,82 @@
+"""Rules about the GPUs, for every system: each GPU found, a query that failed, then the rules
+of the system (``gpus_windows``, ``gpus_linux``) and of the drivers (``drivers``)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Iterable
+
+from .. import recommend
+from ..driver_fit import fit_to_driver
+from ..findings import OK, WARN, Finding
+from ..gpus import NVIDIA, Gpu, GpuScan
+from ..os_info import OsInfo
+from ..project import Project
+from . import cuda, drivers, gpus_linux, gpus_windows
+
+CODES = {
+    "GPU-FOUND": "A GPU, as the system reports it.",
+    "GPU-QUERY-FAILED": "The GPUs could not be listed.",
+    "GPU-QUERY-PARTLY-FAILED": "Part of the GPU query failed.",
+    # given by the rules of both systems (gpus_windows, gpus_linux)
+    "GPU-NONE": "No GPU for compute.",
+    "GPU-UNUSED": "The active stack leaves this GPU unused.",
+}
+
+
+def check_gpus(
+    project: Project,
+    info: OsInfo,
+    scan: GpuScan,
+    today: datetime.date | None = None,
+    best: recommend.Recommendation | None = None,
+) -> list[Finding]:
+    """``best``: the machine's recommendation when already computed (see facts.Facts)."""
+    today = today or datetime.date.today()
+    if not (info.is_windows or info.is_linux):
+        return []
+    hardware = scan.hardware
+    findings = _list_findings(hardware)
+    findings += _problem_findings(scan, bool(hardware))
+    best = best or fit_to_driver(recommend.recommend(info, hardware), project, info)
+    findings += cuda.capability_findings(project, hardware, recommend.system_of(info), best.stack)
+    if info.is_windows:
+        findings += gpus_windows.check(project, scan)
+        if not hardware:
+            return findings
+        aged = hardware
+    else:
+        findings += gpus_linux.check(project, info, scan, best.stack)
+        aged = [gpu for gpu in hardware if gpu.vendor_id == NVIDIA]
+    findings += drivers.old_drivers(aged, today)
+    findings += drivers.too_old_for_cuda(project, info, hardware, best.stack)
+    return findings
+
+
+def _list_findings(gpus: Iterable[Gpu]) -> list[Finding]:
+    return [Finding("GPU", OK, gpu.describe(), code="GPU-FOUND") for gpu in gpus]
+
+
+def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:
+    if not scan.problems:
+        return []
+    seen = "; ".join(scan.problems)
+    if have_gpus:
+        return [
+            Finding(
+                "GPU",
+                WARN,
+                f"Part of the GPU query failed: {seen}.",
+                code="GPU-QUERY-PARTLY-FAILED",
+            )
+        ]
+    return [
+        Finding(
+            "GPU",
+            WARN,
+            f"The GPUs could not be listed: {seen}.",
+            "Look in Device Manager > Display adapters (Windows) or run `lspci | grep -i vga` "
+            "(Linux); verify_install lists the devices PyTorch itself finds.",
+            code="GPU-QUERY-FAILED",
+        )
+    ]

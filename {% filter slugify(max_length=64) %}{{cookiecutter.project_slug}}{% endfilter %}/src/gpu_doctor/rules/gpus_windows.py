@@ -1,0 +1,142 @@
+"""Rules about the GPUs of a Windows machine (DXGI's list): a GPU without its driver, only the
+software adapter, an integrated GPU for DirectML, no NVIDIA GPU for CUDA, AMD's ROCm preview."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from ..findings import OK, WARN, Finding
+from ..gpus import AMD, INTEGRATED, NVIDIA, Gpu, GpuScan
+from ..nvidia import CUDA_STACKS
+from ..project import Project
+from .drivers import DRIVER_DOWNLOADS
+from .environment import stack_files
+
+CODES = {
+    "GPU-NO-DRIVER": "A GPU runs on Windows' basic display driver: its driver is missing.",
+    "GPU-SOFTWARE-ONLY": "Only a software adapter: no DirectX 12 GPU driver is active.",
+    "GPU-INTEGRATED-ONLY": "Only an integrated GPU for DirectML.",
+    "GPU-INTEGRATED-AND-DISCRETE": "Integrated and discrete GPUs side by side.",
+    "GPU-NO-NVIDIA": "A CUDA stack on a machine without an NVIDIA GPU.",
+    "GPU-WINDOWS-ROCM-PREVIEW": "A Radeon RX 7000/9000 on Windows: AMD's ROCm preview exists.",
+}
+
+# Radeon RX 7000 (RDNA3) and RX 9000 (RDNA4): the GPUs of AMD's ROCm preview for Windows.
+_RDNA3_4_NAME = re.compile(r"\bRX\s*[79]\d{3}\b", re.IGNORECASE)
+_RDNA3_4_IDS = {0x744C, 0x7448, 0x747E, 0x7480, 0x7550, 0x7551, 0x7590}
+
+
+def _windows_rocm_preview(gpus: Iterable[Gpu]) -> list[Finding]:
+    """A note, never a default: AMD's own ROCm packages for Windows are a preview."""
+    findings = []
+    for gpu in gpus:
+        rdna = gpu.vendor_id == AMD and gpu.kind != INTEGRATED
+        if rdna and (_RDNA3_4_NAME.search(gpu.name) or gpu.device_id in _RDNA3_4_IDS):
+            findings.append(
+                Finding(
+                    "GPU",
+                    OK,
+                    f"{gpu.name}: AMD also publishes its own ROCm builds of PyTorch for Windows "
+                    "on RDNA3/4 (one multi-arch index, the GPU chosen by an extra such as "
+                    '`torch[device-gfx1100]`), but as a preview, "not yet stable for production '
+                    "use\"; this project's Windows stack for Radeon stays directml.",
+                    code="GPU-WINDOWS-ROCM-PREVIEW",
+                )
+            )
+    return findings
+
+
+def check(project: Project, scan: GpuScan) -> list[Finding]:
+    """After the list of GPUs: missing drivers, no GPU, and which GPU the stack uses."""
+    hardware = scan.hardware
+    findings = []
+    no_driver = [gpu for gpu in scan.software if gpu.vendor_id in DRIVER_DOWNLOADS]
+    for gpu in no_driver:
+        findings.append(
+            Finding(
+                "GPU",
+                WARN,
+                f"A {gpu.vendor} GPU (PCI id 0x{gpu.device_id or 0:04x}) runs on '{gpu.name}': "
+                "its driver is not installed, so DirectX 12 cannot use it.",
+                f"Install the driver with {DRIVER_DOWNLOADS[gpu.vendor_id or -1]}, then restart.",
+                code="GPU-NO-DRIVER",
+            )
+        )
+    accelerator = project.accelerator
+    findings += _windows_rocm_preview(hardware)
+    if not hardware:
+        software = [gpu.name for gpu in scan.software if gpu not in no_driver]
+        if software:
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN if accelerator != "cpu" else OK,
+                    f"Only the software adapter ({', '.join(software)}) was found: no DirectX 12 "
+                    "GPU driver is active, so training runs on the CPU.",
+                    "Install the GPU maker's driver (Windows Update > Optional updates, or the "
+                    "maker's site). In a virtual machine or a Remote Desktop session there is "
+                    "usually no GPU: run on the machine itself."
+                    if accelerator != "cpu"
+                    else "",
+                    code="GPU-SOFTWARE-ONLY",
+                )
+            )
+        elif not scan.problems and not no_driver:
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN if accelerator != "cpu" else OK,
+                    "No display adapter found.",
+                    code="GPU-NONE",
+                )
+            )
+        return findings
+    if accelerator == "directml":
+        if all(gpu.kind == INTEGRATED for gpu in hardware):
+            names = ", ".join(gpu.name for gpu in hardware)
+            findings.append(
+                Finding(
+                    "GPU",
+                    WARN,
+                    f"Only an integrated GPU ({names}): DirectML runs on it, but it shares "
+                    "memory with the CPU and is often no faster than the CPU for a model as "
+                    "small as LeNet.",
+                    f"Nothing to install. Compare with `python -m {project.package_name}.benchmark`"
+                    " and train with `--device cpu` if the CPU is faster.",
+                    code="GPU-INTEGRATED-ONLY",
+                )
+            )
+        elif any(gpu.kind == INTEGRATED for gpu in hardware):
+            findings.append(
+                Finding(
+                    "GPU",
+                    OK,
+                    "Integrated and discrete GPUs: DirectML's device 0 is often the integrated "
+                    "one; the project picks a discrete GPU by name (override with --device).",
+                    code="GPU-INTEGRATED-AND-DISCRETE",
+                )
+            )
+    elif accelerator in CUDA_STACKS and not any(gpu.vendor_id == NVIDIA for gpu in hardware):
+        findings.append(
+            Finding(
+                "GPU",
+                WARN,
+                "No NVIDIA GPU: the CUDA build of torch trains on the CPU here.",
+                "For an AMD, Intel or Qualcomm GPU on Windows, create the directml "
+                f"environment ({stack_files('directml')}) and train in it.",
+                code="GPU-NO-NVIDIA",
+            )
+        )
+    elif accelerator == "cpu":
+        findings.append(
+            Finding(
+                "GPU",
+                OK,
+                "The cpu environment leaves these GPUs unused: the directml environment trains "
+                f"on any DirectX 12 GPU ({stack_files('directml')}), the cuda environment on "
+                "an NVIDIA GPU.",
+                code="GPU-UNUSED",
+            )
+        )
+    return findings

@@ -1,0 +1,207 @@
+"""Rules about the operating system: the Windows build DirectML needs, WSL 1 and WSL2's GPU
+paravirtualization, macOS (MPS) and the systems PyTorch has no wheels for."""
+
+from __future__ import annotations
+
+from ..findings import FAIL, OK, WARN, Finding
+from ..nvidia import CUDA_STACKS
+from ..os_info import DIRECTML_MIN_BUILD, WINDOWS_11_BUILD, OsInfo
+from ..project import Project
+
+CODES = {
+    "OS-OK": "The operating system runs the active stack.",
+    "OS-WSL1": "WSL 1 has no GPU access.",
+    "OS-WSL2-NO-GPU": "WSL2 without /dev/dxg or libd3d12.so: no GPU reaches the stack.",
+    "OS-LINUX-NO-DIRECTML": "Plain Linux: DirectML needs Windows or WSL2.",
+    "OS-WINDOWS-BUILD-UNKNOWN": "The Windows build number could not be read.",
+    "OS-WINDOWS-TOO-OLD": "Windows older than DirectML's minimum build.",
+    "OS-ARM64-PYTHON": "An ARM64 Python on Windows: torch-directml has x64 wheels only.",
+    "OS-INTEL-MAC": "An Intel Mac (or x86_64 Python on a Mac): no current PyTorch wheels.",
+    "OS-MACOS-MPS": "macOS: the project trains through MPS instead of its GPU stack.",
+    "OS-UNSUPPORTED": "An operating system PyTorch publishes no wheels for.",
+}
+
+
+def _fallback_on_linux(project: Project, machine: str) -> str:
+    if project.accelerator == "cpu":
+        return "the CPU"
+    if machine.lower() in ("x86_64", "amd64"):
+        return "CUDA on an NVIDIA GPU (PyPI's torch for Linux includes it) or else the CPU"
+    return "the CPU"
+
+
+def check_os(project: Project, info: OsInfo) -> list[Finding]:
+    """Windows build, WSL version and GPU paravirtualization, or which backend instead."""
+    what = info.describe()
+    directml = project.accelerator == "directml"
+    if info.is_windows:
+        return _check_windows(project, info)
+    if info.is_macos:
+        return _check_macos(project, info)
+    if info.wsl == 1:
+        if project.accelerator == "cpu":
+            return [Finding("OS", OK, f"{what}: the CPU build runs here.", code="OS-OK")]
+        return [
+            Finding(
+                "OS",
+                WARN,
+                f"{what}: WSL 1 has no GPU access, so {project.accelerator} falls back to the CPU.",
+                "Convert the distribution to WSL 2: in Windows PowerShell `wsl -l -v`, then "
+                "`wsl --set-version <name> 2`.",
+                code="OS-WSL1",
+            )
+        ]
+    if info.wsl == 2:
+        return _check_wsl2(project, info)
+    if info.is_linux:
+        if not directml:
+            return [Finding("OS", OK, f"{what}.", code="OS-OK")]
+        return [
+            Finding(
+                "OS",
+                WARN,
+                f"{what}: DirectML runs only on Windows 10/11 and in WSL2. Here the project "
+                f"uses {_fallback_on_linux(project, info.machine)}.",
+                "For DirectML, run the project on Windows or in WSL2. On this machine, train "
+                "in the environment the Environment line names.",
+                code="OS-LINUX-NO-DIRECTML",
+            )
+        ]
+    return [
+        Finding(
+            "OS",
+            WARN,
+            f"{what}: PyTorch publishes wheels for Windows, Linux and macOS only.",
+            "Use Windows, Linux (or WSL2) or macOS on Apple Silicon.",
+            code="OS-UNSUPPORTED",
+        )
+    ]
+
+
+def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
+    what = info.describe()
+    build = info.windows_build
+    findings = []
+    if project.accelerator != "directml":
+        findings.append(Finding("OS", OK, f"{what}.", code="OS-OK"))
+    elif build is None:
+        findings.append(
+            Finding(
+                "OS",
+                WARN,
+                f"{what}: the Windows build number could not be read.",
+                "Check it with `winver`: DirectML needs Windows 10 version 1709 (build 16299) "
+                "or later.",
+                code="OS-WINDOWS-BUILD-UNKNOWN",
+            )
+        )
+    elif build < DIRECTML_MIN_BUILD:
+        findings.append(
+            Finding(
+                "OS",
+                FAIL,
+                f"{what}: DirectML needs Windows 10 version 1709 (build {DIRECTML_MIN_BUILD}) or "
+                "later.",
+                "Update Windows (Settings > Windows Update) to Windows 10 22H2 or Windows 11.",
+                code="OS-WINDOWS-TOO-OLD",
+            )
+        )
+    else:
+        findings.append(
+            Finding(
+                "OS", OK, f"{what}: DirectML runs here (build {DIRECTML_MIN_BUILD}+).", code="OS-OK"
+            )
+        )
+    if project.accelerator == "directml" and info.machine.upper() in ("ARM64", "AARCH64"):
+        findings.append(
+            Finding(
+                "OS",
+                FAIL,
+                "This Python is ARM64; torch-directml publishes win_amd64 wheels only.",
+                "Install the x64 (AMD64) Python from python.org; Windows on ARM runs it "
+                "emulated. Then recreate the environment with it.",
+                code="OS-ARM64-PYTHON",
+            )
+        )
+    return findings
+
+
+def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
+    what = info.describe()
+    if project.accelerator == "cpu":
+        return [Finding("OS", OK, f"{what}: the CPU build runs here.", code="OS-OK")]
+    missing = [
+        path
+        for path, present in (("/dev/dxg", info.dxg), ("/usr/lib/wsl/lib/libd3d12.so", info.d3d12))
+        if not present
+    ]
+    if project.accelerator in CUDA_STACKS and info.dxg:
+        missing = []  # CUDA in WSL2 needs /dev/dxg, not Direct3D
+    if not missing:
+        return [
+            Finding(
+                "OS",
+                OK,
+                f"{what}: GPU access through /dev/dxg"
+                + (" and /usr/lib/wsl/lib/libd3d12.so." if info.d3d12 else "."),
+                code="OS-OK",
+            )
+        ]
+    if info.windows_build is not None and info.windows_build < WINDOWS_11_BUILD:
+        fix = (
+            f"GPU access in WSL2 for {project.accelerator} needs Windows 11 (build "
+            f"{WINDOWS_11_BUILD}+); this Windows is build {info.windows_build}. Upgrade Windows, "
+            "or run the project on Windows itself."
+        )
+    else:
+        fix = (
+            "In Windows, install the GPU vendor's current Windows driver (never a Linux GPU "
+            "driver inside WSL), run `wsl --update`, then `wsl --shutdown` and reopen the "
+            f"distribution. WSL2 GPU access needs Windows 11 (build {WINDOWS_11_BUILD}+)."
+        )
+    return [
+        Finding(
+            "OS",
+            WARN,
+            f"{what}: {' and '.join(missing)} missing, so {project.accelerator} cannot reach the "
+            "GPU and falls back to the CPU.",
+            fix,
+            code="OS-WSL2-NO-GPU",
+        )
+    ]
+
+
+def _check_macos(project: Project, info: OsInfo) -> list[Finding]:
+    what = info.describe()
+    if info.machine.lower() not in ("arm64", "aarch64"):
+        return [
+            Finding(
+                "OS",
+                FAIL,
+                f"{what}: PyTorch publishes no wheels for Intel Macs since 2.3, and this project "
+                f"pins torch {project.pins.get('torch', '')}.",
+                "On an Apple Silicon Mac, install a native arm64 Python (python.org installer or "
+                "Miniforge) instead of an x86_64 one under Rosetta. On an Intel Mac, use Windows, "
+                "Linux or a hosted notebook instead.",
+                code="OS-INTEL-MAC",
+            )
+        ]
+    if project.accelerator == "cpu":
+        return [
+            Finding(
+                "OS",
+                OK,
+                f"{what}: the CPU build runs here; `--device mps` uses the GPU.",
+                code="OS-OK",
+            )
+        ]
+    return [
+        Finding(
+            "OS",
+            WARN,
+            f"{what}: {'DirectML' if project.accelerator == 'directml' else 'CUDA'} does not "
+            "exist on macOS; this project uses Apple's MPS backend (the Apple GPU) instead.",
+            "Nothing to install: PyPI's torch for macOS includes MPS (macOS 12.3 or later).",
+            code="OS-MACOS-MPS",
+        )
+    ]
