@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .project import Project
 from . import nvidia
 from .drivers import nvidia_branch, version_fields
 from .gpus import NVIDIA, Gpu
 from .os_info import OsInfo
+from .project import Project
 from .recommend import Recommendation
 from .rules.drivers import DRIVER_DOWNLOADS, driver_minimum
 

@@ -125,7 +125,6 @@ def learned_classes(model) -> list[str]:
 
 
 def load_onnx_reader(path: Path) -> tuple[OnnxReader, checkpoints.Checkpoint]:
-
     """``path`` (model.onnx, or a checkpoint whose folder holds one) run by ONNX Runtime, and
     what it was trained on, as load_reader gives it; DrawError if it cannot be had."""
     path = Path(path)

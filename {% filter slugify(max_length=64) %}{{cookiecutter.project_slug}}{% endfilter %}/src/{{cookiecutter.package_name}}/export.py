@@ -29,6 +29,8 @@ from pathlib import Path
 
 import torch
 
+from gpu_doctor.safe_text import printable
+
 from . import data
 from .datasets import folder, mnist
 from .machinery import checkpoints, onnx_runtime, run_folders
@@ -42,7 +44,6 @@ from .machinery.cli import (
     write_err,
     write_out,
 )
-from gpu_doctor.safe_text import printable
 from .model import NUM_CLASSES, LeNet5
 
 ONNX_NAME = onnx_runtime.ONNX_NAME

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 import filelock  # installed with torch (a dependency of every torch release here)
+
 from gpu_doctor.safe_text import printable
 
 from . import checkpoints, metrics, plots
