@@ -44,7 +44,7 @@ WEIGHTS_TOLERANCE = 1e-5
 not_on_windows = pytest.mark.skipif(
     sys.platform == "win32",
     reason="PyTorch calls distributed training on Windows untested; torchrun there needs "
-    "USE_LIBUV=0 (README: More than one GPU or machine)",
+    "USE_LIBUV=0 (docs/distributed.md)",
 )
 
 
@@ -330,8 +330,8 @@ def test_the_command_that_uses_every_gpu_is_given_only_for_several():
     assert distributed.devices_to_use("directml", 2) is None
     assert distributed.devices_line("cuda", 2) == (
         f"2 cuda devices on this machine: `torchrun --standalone --nproc-per-node=2 -m "
-        f"{package}.train --device cuda` trains on all of them (README: More than one GPU or "
-        "machine)."
+        f"{package}.train --device cuda` trains on all of them "
+        "(docs/distributed.md)."
     )
     assert distributed.devices_line("cuda", 1) == "1 cuda device on this machine."
 

@@ -105,7 +105,7 @@ def devices_line(kind: str, count: int | None = None) -> str:
     line = f"{count} {kind} device{'s' if count != 1 else ''} on this machine"
     if command is None:
         return line + "."
-    return f"{line}: `{command}` trains on all of them (README: More than one GPU or machine)."
+    return f"{line}: `{command}` trains on all of them (docs/distributed.md)."
 
 
 def devices_to_use(kind: str, count: int) -> str | None:

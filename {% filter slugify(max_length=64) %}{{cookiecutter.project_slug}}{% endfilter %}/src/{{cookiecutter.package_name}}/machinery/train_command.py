@@ -80,7 +80,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "dataset": {
         "type": dataset_name,
         "help": "mnist; synthetic: digits generated here (no download); folder:PATH: your own "
-        "images, one subfolder per class (README: Your own images)",
+        "images, one subfolder per class (docs/own-images.md)",
     },
     # Not add_output_dir_option: train writes the folder that the other commands read.
     "output_dir": {
