@@ -20,10 +20,10 @@ pytestmark = pytest.mark.skipif(
 
 def _exported_with_classes(trained_run, folder, classes):
     """The trained run's model exported as if it had learned a folder of ``classes``."""
-    state = checkpoints.load_checkpoint(trained_run / "best.pt")
-    state["config"] = {**state.get("config", {}), "dataset": "folder:/photos/shapes"}
-    state["data_split"] = {"classes": classes}
-    torch.save(state, folder / "best.pt")
+    state = checkpoints.Checkpoint.load(trained_run / "best.pt")
+    state.config = {**state.config, "dataset": "folder:/photos/shapes"}
+    state.data_split = {"classes": classes}
+    state.save(folder / "best.pt")
     export.export(state, folder / "best.pt", folder / export.ONNX_NAME)
     return folder / export.ONNX_NAME
 

@@ -46,7 +46,7 @@ def moved(tmp_path_factory):
     train.train(cfg, discovery=devices.discover(probes=[devices.probe_cpu]))
     if importlib.util.find_spec("onnx") is not None:
         export.export(
-            checkpoints.load_checkpoint(run / "best.pt"), run / "best.pt", run / "model.onnx"
+            checkpoints.Checkpoint.load(run / "best.pt"), run / "best.pt", run / "model.onnx"
         )
     now = Path(shutil.move(str(pictures), str(root / "elsewhere")))
     return run, now
