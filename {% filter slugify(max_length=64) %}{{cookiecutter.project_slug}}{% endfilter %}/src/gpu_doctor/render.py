@@ -177,11 +177,19 @@ def _first_sentence(text: str) -> str:
     return text
 
 
+CLAUSE_ENDS = (" (", "; ", ", but ", ", ", ": ")
+
+
 def _cut(text: str, width: int) -> str:
-    """``text`` in ``width`` columns, cut after a whole word ("...") when it is longer."""
+    """``text`` in ``width`` columns. A longer one keeps its whole first clauses where they
+    say enough ("Best for this machine: cpu"), else it is cut after a whole word ("...")."""
     if display_width(text) <= width:
         return text
     kept = text[: max(width - 3, 1)]
+    for end in CLAUSE_ENDS:  # the strongest break first
+        clause = kept.rfind(end)
+        if clause >= width // 4:
+            return kept[:clause].rstrip(",;:")
     return (kept.rsplit(" ", 1)[0] if " " in kept else kept).rstrip(",;:") + "..."
 
 

@@ -976,6 +976,21 @@ def test_a_fix_that_points_at_the_environment_fix_adds_its_area_to_that_fix():
     assert (fix.text, fix.areas) == (create, ["Environment", "PyTorch", "System"])
 
 
+def test_a_long_area_line_keeps_whole_clauses_not_half_a_phrase():
+    """The summary line of an area ends where a clause ends; a cut inside a phrase says so."""
+    environment = (
+        "Best for this machine: cpu, but the project's default environment file is directml. "
+        "No GPU that a PyTorch stack can train on was found."
+    )
+    pins = "torch 2.14.1 is installed; this project pins 2.4.1 (a different version: untested)"
+    words = "word " * 30
+
+    assert render._cut(environment, 60) == "Best for this machine: cpu"
+    assert render._cut(pins, 60) == "torch 2.14.1 is installed; this project pins 2.4.1"
+    assert render._cut(words, 40).endswith("word...") and len(render._cut(words, 40)) <= 40
+    assert render._cut("short enough", 40) == "short enough"
+
+
 def test_the_area_marks_fall_back_to_ascii_on_a_console_that_cannot_show_them():
     assert render.marks_for("utf-8") == render.AREA_MARKS
     assert render.marks_for("cp1252") == render.ASCII_MARKS
