@@ -60,6 +60,10 @@ WINE_LIMITS: dict[str, str] = {
         CPP_EXCEPTION_CRASH
     ),
     "tests/test_cli.py::test_benchmark_reports_a_failing_device_and_goes_on": CPP_EXCEPTION_CRASH,
+    "tests/test_folder.py::test_training_on_your_own_images_learns_them": (
+        "Wine itself crashes ('Unhandled page fault') in this test when it runs after the rest "
+        "of the suite, in both runs; run alone under the same Wine it passes (twice, 11 s)"
+    ),
 }
 ACCESS_VIOLATION = "Windows fatal exception: access violation"
 # The same kind of crash when it takes the whole pytest process with it (no summary line).
