@@ -64,9 +64,6 @@ WINE_LIMITS: dict[str, str] = {
         "Wine itself crashes ('Unhandled page fault') in this test when it runs after the rest "
         "of the suite, in both runs; run alone under the same Wine it passes (twice, 11 s)"
     ),
-    "tests/test_torchrun_edges.py::test_a_process_beyond_the_last_validation_picture_adds_zero_to_the_sums": (  # noqa: E501
-        "fails under Wine (a gloo process group of one on Windows); not yet diagnosed"
-    ),
 }
 ACCESS_VIOLATION = "Windows fatal exception: access violation"
 # The same kind of crash when it takes the whole pytest process with it (no summary line).
