@@ -467,28 +467,32 @@ def test_powershell_names_lose_their_nuls():
     )
 
 
-# ----------------------------------------------- AMD's ROCm preview for Windows: a note only
+# ------------------------------------------------- AMD on Windows: the gfx target on the GPU line
+WINDOWS_11 = OsInfo("Windows", "10", "10.0.26100", "AMD64", windows_build=26100)
 # DXGI adapters as a Radeon desktop and laptops report them (names, PCI ids, drivers).
 RDNA_ADAPTERS = [
     (Gpu("AMD Radeon RX 7800 XT", 0x1002, 0x747E, 16 * 2**30, "32.0.21013.1000",
-         datetime.date(2025, 1, 20), source="DXGI"), True),
+         datetime.date(2025, 1, 20), source="DXGI"), "gfx1101", "rocm-windows"),
     (Gpu("AMD Radeon RX 9070 XT", 0x1002, 0x7550, 16 * 2**30, "32.0.21013.1000",
-         datetime.date(2025, 3, 5), source="DXGI"), True),
+         datetime.date(2025, 3, 5), source="DXGI"), "gfx1201", "rocm-windows"),
     (Gpu("AMD Radeon RX 6700 XT", 0x1002, 0x73DF, 12 * 2**30, "32.0.12033.1030",
-         datetime.date(2025, 2, 20), source="DXGI"), False),  # RDNA2: not in the preview
+         datetime.date(2025, 2, 20), source="DXGI"), "gfx1031", "directml"),
     (Gpu("AMD Radeon(TM) 780M Graphics", 0x1002, 0x15BF, 512 * 2**20, "31.0.24027.1012",
-         datetime.date(2024, 6, 1), source="DXGI"), False),  # integrated: not in the note
+         datetime.date(2024, 6, 1), source="DXGI"), "gfx1103", "rocm-windows"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("gpu,noted", RDNA_ADAPTERS, ids=[g.name for g, _ in RDNA_ADAPTERS])
-def test_an_rdna3_or_rdna4_radeon_hears_of_amds_rocm_preview_and_keeps_directml(gpu, noted):
-    findings = gpu_rules.check_gpus(project(), WINDOWS, GpuScan([gpu], "DXGI"))
-    notes = [f for f in findings if f.code == "GPU-WINDOWS-ROCM-PREVIEW"]
+@pytest.mark.parametrize("gpu,target,stack", RDNA_ADAPTERS, ids=[g[0].name for g in RDNA_ADAPTERS])
+def test_an_amd_gpu_line_names_its_target_and_where_it_came_from(gpu, target, stack, monkeypatch):
+    monkeypatch.setattr(gpu_windows.amd_windows, "read_hip", lambda: [])  # no HIP runtime
+    monkeypatch.setattr(gpu_windows, "_scan", lambda timeout: GpuScan([gpu], "DXGI"))
+    scan = gpu_windows.scan()
+    findings = gpu_rules.check_gpus(project(), WINDOWS, scan)
 
-    assert len(notes) == noted
-    if noted:
-        (note,) = notes
-        assert note.status == "ok" and not note.fix  # never a default, nothing to do
-        assert "preview" in note.found and "torch[device-gfx1100]" in note.found
-    assert recommend.recommend(WINDOWS, [gpu]).stack == "directml"
+    (listed,) = [f for f in findings if f.code == "GPU-FOUND"]
+    assert f"{target} from the PCI id table" in listed.found
+    (line,) = [f for f in findings if f.code == "GPU-AMD-WINDOWS-TARGET"]
+    assert line.status == "ok" and not line.fix  # information: the Environment line recommends
+    assert ("runs it" in line.found) == (stack == "rocm-windows")
+    assert recommend.recommend(WINDOWS_11, scan.hardware, "3.12").stack == stack
+    assert recommend.recommend(WINDOWS, scan.hardware, "3.12").stack == "directml"  # Windows 10

@@ -21,7 +21,7 @@ from ..findings import (
 )
 from ..project import Project
 from ..visible_devices import hidden_fix
-from . import cuda, rocm
+from . import cuda, rocm, rocm_windows
 from .packages import install_fix
 
 CODES = {
@@ -89,6 +89,14 @@ def device_findings(
                     "ROCM-INVALID-DEVICE-FUNCTION",
                     f"{found} {kernels[0]}",
                     kernels[1],
+                    "",
+                )
+            wrong_kernels = rocm_windows.invalid_image(missing.reason, recommendation, project)
+            if wrong_kernels:
+                code, found, fix, role = (
+                    "ROCM-WINDOWS-INVALID-IMAGE",
+                    f"{found} {wrong_kernels[0]}",
+                    wrong_kernels[1],
                     "",
                 )
             image = None
