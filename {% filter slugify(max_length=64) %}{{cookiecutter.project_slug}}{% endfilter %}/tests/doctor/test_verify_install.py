@@ -65,11 +65,11 @@ from gpu_doctor.verdict import (
     Report,
 )
 
-from lenet_on_directml import (
+from {{ cookiecutter.package_name }} import (
     model,
     train,
 )
-from lenet_on_directml.machinery import (
+from {{ cookiecutter.package_name }}.machinery import (
     devices,
     directml_probe,
 )
