@@ -19,7 +19,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from .gpus import AMD, Gpu
 from .safe_text import clean_name
@@ -196,6 +196,27 @@ def device_command(target: str, stacks: dict | None = None) -> str:
     index = stack.get("index_url", "")
     where = f" --index-url {index} --extra-index-url https://pypi.org/simple" if index else ""
     return f"pip install {quoted}{where}"
+
+
+def recommended_first(options: list[Any], properties: Callable[[int], Any]) -> list[Any]:
+    """torch's GPUs with the one the doctor would recommend first: on ROCm an integrated GPU can
+    be ``cuda:0`` before the discrete one (ROCm/TheRock #5543), so the order is a gfx target the
+    pinned build runs, then a discrete GPU, then torch's index, never the index alone.
+    ``options``: the project's DeviceOptions; ``properties``: torch.cuda.get_device_properties,
+    whose ``gcnArchName`` (ROCm builds only) and ``is_integrated`` decide."""
+
+    def rank(position: int) -> tuple[int, int, int]:
+        try:
+            found = properties(options[position].index)
+            target = strip_features(str(getattr(found, "gcnArchName", "") or ""))
+            integrated = bool(getattr(found, "is_integrated", False))
+        except Exception:  # a device whose properties fail keeps its place, after the rest
+            return (1, 1, position)
+        return (not supported(target), integrated, position)
+
+    if len(options) < 2:
+        return options
+    return [options[position] for position in sorted(range(len(options)), key=rank)]
 
 
 def distribution_names() -> list[str]:
