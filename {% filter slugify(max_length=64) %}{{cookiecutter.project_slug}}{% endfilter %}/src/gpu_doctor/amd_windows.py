@@ -125,20 +125,23 @@ def _device(hip: ctypes.CDLL, index: int, dll: str) -> HipDevice:
 
 
 def with_targets(gpus: list[Gpu], hip: Iterable[HipDevice] | None) -> list[Gpu]:
-    """AMD GPUs get their gfx target: the HIP runtime's (matched by name, else by order among
-    the AMD GPUs), else the PCI id table's; ``target_source`` says which."""
+    """AMD GPUs get their gfx target: the HIP runtime's (matched by name; the devices left over
+    by order, when as many are left on both sides), else the PCI id table's; ``target_source``
+    says which."""
     hip = [device for device in hip or () if device.target.startswith("gfx")]
-    amd = [gpu for gpu in gpus if gpu.vendor_id == AMD]
+    amd = [gpu for gpu in gpus if gpu.vendor_id == AMD and not gpu.gfx_target]
     by_name = {device.name.lower(): device for device in hip}
-    in_order = len(hip) == len(amd)
+    named = {id(gpu): by_name[gpu.name.lower()] for gpu in amd if gpu.name.lower() in by_name}
+    left_hip = [device for device in hip if device not in named.values()]
+    left_gpus = [gpu for gpu in amd if id(gpu) not in named]
+    if len(left_hip) == len(left_gpus):
+        named.update((id(gpu), device) for gpu, device in zip(left_gpus, left_hip))
     result = []
     for gpu in gpus:
         if gpu.vendor_id != AMD or gpu.gfx_target:
             result.append(gpu)
             continue
-        device = by_name.get(gpu.name.lower())
-        if device is None and in_order:
-            device = hip[amd.index(gpu)]
+        device = named.get(id(gpu))
         if device is not None:
             gpu = replace(gpu, gfx_target=device.target, target_source=FROM_HIP)
         elif gpu.device_id in PCI_TARGETS:
