@@ -1502,6 +1502,59 @@ def test_an_override_that_is_set_and_still_fails_says_to_train_on_the_cpu(
     assert "is set (10.3.0)" in found and "--device cpu" in fix
 
 
+# A room of AMD laptops, as DXGI names them, on each system and with each Python.
+AMD_ROOM = [
+    ("AMD Radeon RX 7900 XTX", 0x744C, 24, "gfx1100"),
+    ("AMD Radeon RX 7800 XT", 0x747E, 16, "gfx1101"),
+    ("AMD Radeon RX 9070 XT", 0x7550, 16, "gfx1201"),
+    ("AMD Radeon(TM) 780M Graphics", 0x15BF, 0, "gfx1103"),
+    ("AMD Radeon(TM) 890M Graphics", 0x150E, 0, "gfx1150"),
+    ("AMD Radeon(TM) 8060S Graphics", 0x1586, 0, "gfx1151"),
+    ("AMD Radeon RX 6700 XT", 0x73DF, 12, ""),
+    ("Radeon RX 580 Series", 0x67DF, 8, ""),
+    ("AMD Radeon(TM) Vega 8 Graphics", 0x15D8, 0, ""),
+]
+AMD_SYSTEMS = {
+    "windows-11": WINDOWS,
+    "windows-10": OsInfo("Windows", "10", "10.0.19045", "AMD64", windows_build=19045),
+    "wsl2": OsInfo("Linux", "5.15.153.1-microsoft-standard-WSL2", "#1 SMP", "x86_64",
+                   wsl=2, windows_build=22631, dxg=True, d3d12=True),
+}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("python", ["3.10", "3.13"])
+@pytest.mark.parametrize("system", list(AMD_SYSTEMS))
+@pytest.mark.parametrize("name,device,memory,native", AMD_ROOM, ids=[g[0] for g in AMD_ROOM])
+def test_no_two_fixes_contradict_on_any_amd_laptop_of_the_room(
+    situation, capsys, monkeypatch, name, device, memory, native, system, python
+):
+    made_for = advice_project
+    monkeypatch.setitem(
+        globals(),
+        "advice_project",
+        lambda *args: dataclasses.replace(made_for(*args), python_version=python),
+    )
+    gpu = Gpu(name, 0x1002, device, (memory or 0.5) * 2**30, "32.0.21013.1000", source="DXGI")
+    adapter = devices.DeviceOption("directml", 0, name, torch.device("cpu"), {"float64": False})
+    info = AMD_SYSTEMS[system]
+    code, chosen = situation(
+        "amd-room", "directml", info, [gpu] if info.is_windows else [], [adapter], [], "auto",
+        None, "pins", "venv",
+    )  # fmt: skip
+    out = read_output(capsys.readouterr().out)
+
+    assert contradictions(out, chosen.accelerator) == [], out.text
+    assert unresolved_pointers(out) == [], out.text
+    assert broken_installs(out, chosen.pins, chosen.stacks) == [], out.text
+    text = " ".join(out.text.split())
+    if native and system == "windows-11" and python == "3.13":
+        assert "Best for this machine: rocm-windows" in text, out.text
+        assert f'`pip install "torch[device-{native}]==2.14.0+rocm10.1.0"' in text, out.text
+    else:
+        assert "[device-" not in text and "Best for this machine: directml" in text, out.text
+
+
 def test_a_radeon_rx_7800_on_windows_11_is_sent_to_amds_build_with_its_kernels(situation, capsys):
     case = next(case for case in SITUATIONS if case[0] == "windows-rx-7800-dml-works")
     code, _ = situation(*case, "venv")

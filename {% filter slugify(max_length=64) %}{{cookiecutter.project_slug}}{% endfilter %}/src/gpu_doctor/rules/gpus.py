@@ -43,7 +43,7 @@ def check_gpus(
     )
     findings += cuda.capability_findings(project, hardware, recommend.system_of(info), best.stack)
     if info.is_windows:
-        findings += gpus_windows.check(project, scan)
+        findings += gpus_windows.check(project, scan, best.stack)
         if not hardware:
             return findings
         aged = hardware

@@ -21,8 +21,9 @@ CODES = {
 }
 
 
-def check(project: Project, scan: GpuScan) -> list[Finding]:
-    """After the list of GPUs: missing drivers, no GPU, and which GPU the stack uses."""
+def check(project: Project, scan: GpuScan, best: str = "") -> list[Finding]:
+    """After the list of GPUs: missing drivers, no GPU, and which GPU the stack uses.
+    ``best``: the recommended stack; when it is another, the Environment line is the advice."""
     hardware = scan.hardware
     findings = []
     no_driver = [gpu for gpu in scan.software if gpu.vendor_id in DRIVER_DOWNLOADS]
@@ -67,7 +68,7 @@ def check(project: Project, scan: GpuScan) -> list[Finding]:
             )
         return findings
     if accelerator == "directml":
-        if all(gpu.kind == INTEGRATED for gpu in hardware):
+        if all(gpu.kind == INTEGRATED for gpu in hardware) and best in ("", "directml"):
             names = ", ".join(gpu.name for gpu in hardware)
             findings.append(
                 Finding(
