@@ -1615,6 +1615,19 @@ def test_missing_or_wrong_kernels_give_the_one_command_with_the_gpus_target(
     assert "device-all" not in out.text
 
 
+def test_the_short_report_puts_the_gpu_kernels_under_pytorch_with_their_one_command(
+    situation, capsys
+):
+    case = next(case for case in SITUATIONS if case[0] == "windows-rocm-windows-no-kernels")
+    situation(*case, "venv", verbose=False)
+    summary = read_summary(capsys.readouterr().out)
+
+    assert "GPU kernels" not in [area for _, area, _ in summary.areas]
+    (pytorch,) = [text for _, area, text in summary.areas if area == "PyTorch"]
+    assert "No GPU kernels are installed for this GPU's gfx1101" in pytorch
+    assert any('"torch[device-gfx1101]==2.14.0+rocm10.1.0"' in fix for _, fix in summary.fixes)
+
+
 def test_amds_build_that_sees_no_gpu_falls_back_to_the_cpu(situation, capsys):
     code, out = amd_windows_run(situation, capsys, "windows-rocm-windows-no-gpu-visible")
 
