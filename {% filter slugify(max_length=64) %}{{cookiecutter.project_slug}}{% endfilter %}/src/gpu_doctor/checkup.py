@@ -132,7 +132,8 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         report.exit_code = EXIT_BROKEN
         report.verdict = "BROKEN: torch does not import, so nothing can train."
         return
-    report.findings.extend(rocm_windows.hip_finding(project, torch))
+    installed = report.packages.get("torch", {}).get("installed")
+    report.findings.extend(rocm_windows.hip_finding(project, torch, installed))
     try:  # apart from torch: a missing tqdm is no reason to reinstall torch
         devices, model, train = load_modules()
     except Exception as error:

@@ -823,7 +823,7 @@ def situation(monkeypatch):
             package_rules, "check_packages", lambda project: check_packages(project, packages.get)
         )
         monkeypatch.setattr(checkup.amd_windows, "distribution_names", lambda: list(packages))
-        hip = "7.1.52802" if "+rocm" in packages.get("torch", "") else None
+        hip = packages.get("hip", "7.1.52802" if "+rocm" in packages.get("torch", "") else None)
         monkeypatch.setattr(torch.version, "hip", hip)  # a stand-in for AMD's HIP build
         fake_devices = SimpleNamespace(discover=lambda: found, choose=devices.choose)
         lenet = lenet if isinstance(lenet, type) else DriftingLeNet if lenet else model.LeNet5
@@ -1641,15 +1641,29 @@ def test_a_torch_without_hip_in_the_rocm_windows_environment_says_to_reinstall(
     situation, capsys, monkeypatch
 ):
     case = next(case for case in SITUATIONS if case[0] == "windows-rocm-windows-works")
-    installed = {**case[-1], "torch": "2.14.0+cpu"}
-    # the environment is .venv-rocm-windows, into which a CPU torch was installed
-    monkeypatch.setattr(active_environment, "stack_of_torch", lambda *args: "rocm-windows")
+    installed = {**case[-1], "hip": None}  # AMD's version number, yet no HIP in the build
     situation(*case[:-1], installed, "venv")
     out = read_output(capsys.readouterr().out)
 
     rows = out.row_texts
     (row,) = [text for check, text in rows if check == "torch build" and "version.hip" in text]
     assert "no ROCm build (torch.version.hip is None)" in row
+    reinstall = "`pip install --force-reinstall -r environments/rocm-windows.txt`"
+    assert any(reinstall in fix for label, fix in out.fixes if "torch build" in label), out.text
+
+
+def test_another_builds_torch_in_the_rocm_windows_environment_is_named_once(
+    situation, capsys, monkeypatch
+):
+    case = next(case for case in SITUATIONS if case[0] == "windows-rocm-windows-works")
+    installed = {**case[-1], "torch": "2.14.0+cpu"}
+    # the environment is .venv-rocm-windows, into which a CPU torch was installed
+    monkeypatch.setattr(active_environment, "stack_of_torch", lambda *args: "rocm-windows")
+    situation(*case[:-1], installed, "venv")
+    out = read_output(capsys.readouterr().out)
+
+    builds = [text for check, text in out.row_texts if check == "torch build"]
+    assert len(builds) == 1 and "version.hip" not in builds[0], builds
 
 
 # --------------------------------------------------------------------- the build, not the version

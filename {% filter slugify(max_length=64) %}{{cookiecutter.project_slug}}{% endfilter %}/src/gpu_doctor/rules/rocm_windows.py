@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from .. import amd_windows
-from ..findings import FAIL, OK, WARN, Finding
+from ..findings import FAIL, OK, REPAIRS_ENVIRONMENT, WARN, Finding
 from ..gpus import AMD, Gpu
 from ..project import Project
 
@@ -103,6 +103,7 @@ def kernel_findings(
                 "operation on it fails with hipErrorInvalidImage.",
                 f"Install this GPU's kernels in this environment: {fix}",
                 code="ROCM-WINDOWS-KERNELS-WRONG",
+                role=REPAIRS_ENVIRONMENT,
             )
         ]
     return [
@@ -113,15 +114,20 @@ def kernel_findings(
             "with hipErrorInvalidImage.",
             f"Install this GPU's kernels in this environment: {fix}",
             code="ROCM-WINDOWS-KERNELS-MISSING",
+            role=REPAIRS_ENVIRONMENT,
         )
     ]
 
 
-def hip_finding(project: Project, torch: Any) -> list[Finding]:
-    """torch.version.hip: the build of AMD's index has one; any other build has None."""
+def hip_finding(project: Project, torch: Any, installed: str | None = None) -> list[Finding]:
+    """torch.version.hip: the build of AMD's index has one. ``installed``: torch's version as
+    pip installed it; another build's tag is the torch build rule's to name, with its fix."""
     if project.accelerator != amd_windows.STACK:
         return []
     hip = getattr(getattr(torch, "version", None), "hip", None)
+    tag = amd_windows.stack_of(project.stacks).get("local_version", "")
+    if not hip and installed and not installed.endswith(tag):
+        return []
     if hip:
         return [
             Finding(
@@ -140,6 +146,7 @@ def hip_finding(project: Project, torch: Any) -> list[Finding]:
             f"Reinstall torch from AMD's index: `pip install --force-reinstall -r "
             f"environments/{amd_windows.STACK}.txt` (index {stack.get('index_url', '?')}).",
             code="ROCM-WINDOWS-HIP",
+            role=REPAIRS_ENVIRONMENT,
         )
     ]
 
