@@ -58,7 +58,7 @@ PCI_TARGETS = {
     0x164E: "gfx1036",  # Radeon Graphics of Ryzen 7000 desktop (Raphael)
     0x1681: "gfx1035",  # Radeon 680M/660M (Rembrandt)
     0x67DF: "gfx803",  # RX 470/480/570/580 (Polaris)
-    0x15D8: "gfx909",  # Radeon Vega 8/11 of Ryzen 3000 mobile (Picasso)
+    0x15D8: "gfx902",  # Vega 8/11 of Ryzen 3000 (Picasso; Raven2 shares the id and is gfx909)
     0x15DD: "gfx902",  # Radeon Vega 8/11 of Ryzen 2000 mobile (Raven Ridge)
     0x1636: "gfx90c",  # Radeon Vega of Ryzen 4000/5000 mobile (Renoir, Lucienne)
     0x1638: "gfx90c",  # Radeon Vega of Ryzen 5000 (Cezanne)

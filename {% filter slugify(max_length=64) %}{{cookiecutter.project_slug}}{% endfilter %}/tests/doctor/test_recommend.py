@@ -282,7 +282,7 @@ AMD_ROOM = [
     (dxgi("AMD Radeon(TM) 8060S Graphics", 0x1002, 0x1586, GB // 2, "32.0.21013.1000"), "gfx1151"),
     (dxgi("AMD Radeon RX 6700 XT", 0x1002, 0x73DF, 12 * GB, "32.0.12033.1030"), "gfx1031"),
     (dxgi("Radeon RX 580 Series", 0x1002, 0x67DF, 8 * GB, "31.0.12029.10015"), "gfx803"),
-    (dxgi("AMD Radeon(TM) Vega 8 Graphics", 0x1002, 0x15D8, GB // 2, "27.20.20913.2000"), "gfx909"),
+    (dxgi("AMD Radeon(TM) Vega 8 Graphics", 0x1002, 0x15D8, GB // 2, "27.20.20913.2000"), "gfx902"),
 ]
 NATIVE = {"gfx1100", "gfx1101", "gfx1201", "gfx1103", "gfx1150", "gfx1151"}
 
