@@ -235,12 +235,30 @@ def editor_steps(answers: dict, best) -> list:
     return steps
 
 
+def device_steps(answers: dict, best) -> list:
+    """AMD's ROCm build for Windows as the default file, on a GPU it runs: the default file
+    installs torch without GPU kernels, so the one command with this GPU's kernels follows."""
+    if not best or best.get("stack") != answers["accelerator"]:
+        return []
+    commands = best.get("commands", {}).get(
+        "conda" if answers["env_manager"] == "conda" else "venv"
+    )
+    device = [command for command in commands or [] if "[device-" in command]
+    if not device:
+        return []
+    return ["Then add this GPU's kernels to the activated environment (about 1 GB):",
+            *(f"  {command}" for command in device)]  # fmt: skip
+
+
 def next_steps(answers: dict, project_dir: Path, best=None) -> str:
     """What to do now; ``best`` is the environment the checks found best for this machine."""
+    found = best
     best = another_environment(answers, best)
     package = answers["package_name"]
     steps = ["Next steps in a terminal:", *environment_choice(answers, best)]
     steps += environment_steps(answers, project_dir, best)
+    if best is None:
+        steps += device_steps(answers, found)
     steps += [
         "Then, in the project folder:",
         f"  python -m {package}.verify_install",

@@ -149,7 +149,14 @@ def steps_and_editors(output: str) -> str:
 @pytest.mark.parametrize(
     "platform_answers,adapters,answers,best",
     [
-        (WINDOWS_11, [INTEL_IGPU, AMD_DGPU], {}, "directml"),
+        (WINDOWS_11, [INTEL_IGPU, AMD_DGPU], {}, "rocm-windows"),
+        (
+            WINDOWS_11,
+            [AMD_DGPU],
+            {"accelerator": "rocm-windows", "env_manager": "venv"},
+            "rocm-windows",
+        ),
+        ({**WINDOWS_11, "version": "10.0.19045"}, [AMD_DGPU], {}, "directml"),
         (WINDOWS_11, [NVIDIA_DGPU], {}, "cuda"),
         (WINDOWS_11, [NVIDIA_DGPU], {"env_manager": "venv", "ide": "both"}, "cuda"),
         (WINDOWS_11, [INTEL_IGPU, PASCAL_DGPU], {"accelerator": "cuda"}, "cuda-legacy"),
@@ -160,6 +167,8 @@ def steps_and_editors(output: str) -> str:
     ],
     ids=[
         "amd-windows",
+        "amd-windows-rocm-windows-project",
+        "amd-windows-10",
         "nvidia-windows",
         "nvidia-windows-venv",
         "pascal-windows",
@@ -184,6 +193,13 @@ def test_the_next_steps_create_the_environment_the_check_recommends(
     default, slug = baked.answers["accelerator"], baked.answers["project_slug"]
     conda = baked.answers["env_manager"] == "conda"
     assert said is None or said.group(1) == best
+    # the RX 7800 XT's kernels, in the one command that follows the environment's creation
+    device = (
+        '"torch[device-gfx1101]==2.14.0+rocm10.1.0" '
+        '"torchvision[device-gfx1101]==0.29.0a0+rocm10.1.0"'
+    )
+    assert (device in steps) == (best == "rocm-windows"), steps
+    assert "device-all" not in steps
     if best == default:
         assert (
             "conda env create -f environment.yml" if conda else "pip install -r requirements.txt"

@@ -190,7 +190,7 @@ def test_an_answer_outside_a_choice_is_refused(bake, question, answer):
 # A replay file (the refusal's own, or .cookiecutter.json) edited by hand reaches the hooks
 # without cookiecutter checking its choices: the pre-generation hook checks each one.
 HAND_EDITED = {
-    "accelerator": ("tpu", "directml, cuda, cuda-legacy, xpu, rocm or cpu"),
+    "accelerator": ("tpu", "directml, cuda, cuda-legacy, xpu, rocm, rocm-windows or cpu"),
     "ide": ("emacs", "pycharm, vscode, both or none"),
     "env_manager": ("pipenv", "conda or venv"),
     "license": ("GPL", "MIT, BSD-3-Clause, Apache-2.0 or none"),
@@ -263,7 +263,7 @@ def test_every_choice_answer_of_a_replay_is_checked_against_the_templates_lists(
     assert result.returncode != 0
     assert [line for line in output.splitlines() if line.startswith("ERROR: The")] == [
         'ERROR: The accelerator answer ["tpu"] is not one of its answers: answer directml, cuda, '
-        "cuda-legacy, xpu, rocm or cpu.",
+        "cuda-legacy, xpu, rocm, rocm-windows or cpu.",
         "ERROR: The env_manager answer 'pipenv' is not one of its answers: answer conda or venv.",
         "ERROR: The ide answer 'vim' is not one of its answers: answer pycharm, vscode, both or "
         "none.",

@@ -27,8 +27,11 @@ def test_every_stack_says_when_and_at_which_release_its_pins_were_chosen():
 def test_the_readme_rows_name_each_stacks_index_and_build_tag():
     for accelerator, stack in STACKS.items():
         row = stack_row(accelerator)
-        if stack["index_url"]:
-            assert f"`whl/{stack['index_url'].rsplit('/', 1)[1]}`" in row, row
+        index = stack["index_url"]
+        if index.startswith("https://download.pytorch.org/whl/"):
+            assert f"`whl/{index.rsplit('/', 1)[1]}`" in row, row
+        elif index:  # another publisher's index (AMD's): named in full
+            assert f"`{index}`" in row, row
         if stack["local_version"]:
             assert f"`{stack['local_version']}" in row, row
 
@@ -40,6 +43,26 @@ def test_rocm_follows_the_release_notes_and_says_what_is_unconfirmed():
     assert "**Not confirmed:**" in README
     assert {"gfx1030", "gfx1100"} <= set(rocm["gfx_targets"])
     assert not {"gfx1031", "gfx1032", "gfx1103"} & set(rocm["gfx_targets"])  # override only
+
+
+def test_rocm_windows_follows_amds_published_versions_and_says_what_is_unconfirmed():
+    """AMD's ROCm 10.1.0 pip-install page: the index, the pins, the device extra, the Windows
+    targets; Python 3.11 to 3.14 as AMD's docs list; Windows 11 only; index not confirmed."""
+    amd = STACKS["rocm-windows"]
+    assert amd["index_url"] == "https://stable.repo.amd.com/rocm/whl-next/"
+    assert amd["local_version"] == "+rocm10.1.0"
+    assert amd["pins"] == {"torch": "2.14.0", "torchvision": "0.29.0a0"}
+    assert amd["device_extra"].format(gfx="gfx1151") == "device-gfx1151"
+    assert amd["gfx_targets"] == [
+        "gfx1100", "gfx1101", "gfx1102", "gfx1103",
+        "gfx1150", "gfx1151", "gfx1152", "gfx1153", "gfx1200", "gfx1201",
+    ]  # fmt: skip
+    assert not any(target.startswith(("gfx101", "gfx103")) for target in amd["gfx_targets"])
+    assert (amd["python_min"], amd["python_max"]) == ("3.11", "3.14")
+    assert amd["platforms"] == "Windows 11"
+    assert "NOT confirmed" in amd["source"] and "not confirmed" in stack_row("rocm-windows")
+    assert "rocm10.1.0-pip-install.rst" in amd["source"] and "TheRock" in amd["source"]
+    assert STACKS["rocm"]["platforms"] == "Linux"  # rocm stays the Linux stack
 
 
 def test_the_cuda_stacks_follow_pytorchs_cuda_support_matrix():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -302,10 +303,11 @@ def test_child_probe_reports_is_available_raising(fake_torch_directml, child_lim
 
 
 class FakeGpuApi:
-    """torch.cuda or torch.xpu for a list of (name, device the smoke test computes on)."""
+    """torch.cuda or torch.xpu for a list of (name, device the smoke test computes on), and
+    the properties ROCm builds report: (gcnArchName, is_integrated) per GPU."""
 
-    def __init__(self, gpus, available=True):
-        self.gpus, self.available = gpus, available
+    def __init__(self, gpus, available=True, properties=()):
+        self.gpus, self.available, self.properties = gpus, available, list(properties)
 
     def is_available(self):
         if isinstance(self.available, Exception):
@@ -317,6 +319,10 @@ class FakeGpuApi:
 
     def get_device_name(self, index):
         return self.gpus[index][0]
+
+    def get_device_properties(self, index):
+        arch, integrated = self.properties[index] if self.properties else ("", False)
+        return SimpleNamespace(name=self.gpus[index][0], gcnArchName=arch, is_integrated=integrated)
 
 
 @pytest.fixture
@@ -350,6 +356,24 @@ def test_rocm_is_found_through_torch_cuda_and_named_rocm(gpu_torch):
         "cuda", "AMD Radeon RX 7900 XTX", "ROCm"
     )  # fmt: skip
     assert devices.choose("rocm", found) is chosen
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        [("gfx1036:xnack-", True), ("gfx1100", False)],  # the Ryzen iGPU enumerates first
+        [("gfx1036", False), ("gfx1100", False)],  # no integrated flag: the target decides
+        [("gfx1103", True), ("gfx1101", False)],  # both run: the discrete one
+    ],
+)
+def test_auto_trains_on_the_gpu_the_doctor_recommends_not_on_rocm_device_0(gpu_torch, properties):
+    gpus = [("AMD Radeon(TM) Graphics", CPU), ("AMD Radeon RX 7900 XTX", CPU)]
+    gpu_torch(cuda=FakeGpuApi(gpus, properties=properties), hip="7.1.52802")
+    found = devices.discover(probes=[devices.probe_cuda, devices.probe_cpu])
+
+    chosen = devices.choose("auto", found)
+    assert (chosen.name, chosen.index) == ("AMD Radeon RX 7900 XTX", 1)
+    assert devices.choose("cuda:0", found).name == "AMD Radeon(TM) Graphics"  # still reachable
 
 
 @pytest.mark.parametrize("kind", ["rocm", "xpu"])

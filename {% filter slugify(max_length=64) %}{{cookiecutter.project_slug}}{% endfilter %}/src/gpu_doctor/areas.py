@@ -18,7 +18,7 @@ AREAS = {
     "System": ("OS",),
     "GPU": ("GPU", "Driver"),
     "Environment": ("Environment", "Project", "Requirements"),
-    "PyTorch": ("torch", "torchvision", "torch-directml", "torch build"),
+    "PyTorch": ("torch", "torchvision", "torch-directml", "torch build", "GPU kernels"),
     "Device": (
         "Device",
         "Chosen",

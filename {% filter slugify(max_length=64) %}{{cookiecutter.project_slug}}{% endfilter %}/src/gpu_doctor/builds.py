@@ -21,6 +21,7 @@ from typing import Callable
 STACK_NAMES = {
     "xpu": "XPU",
     "rocm": "ROCm",
+    "rocm-windows": "ROCm for Windows (AMD's)",
     "cuda": "CUDA",
     "cuda-legacy": "CUDA 12.6 (legacy)",
     "cpu": "CPU",
@@ -54,6 +55,10 @@ def stack_of_tag(tag: str) -> str | None:
     """A build tag's stack: 'xpu' -> xpu, 'rocm7.14' -> rocm, 'cu130' -> cuda, 'cu126' ->
     cuda-legacy, 'cpu' -> cpu."""
     tag = tag.lower()
+    from .amd_windows import stack_of  # AMD's Windows builds: their own tag (+rocm10.1.0)
+
+    if f"+{tag}" == stack_of().get("local_version"):
+        return "rocm-windows"
     if tag in LEGACY_CUDA_TAGS:
         return "cuda-legacy"
     for prefix, stack in (("xpu", "xpu"), ("rocm", "rocm"), ("cu", "cuda"), ("cpu", "cpu")):

@@ -36,7 +36,7 @@ import warnings
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import emulation, envcheck, onnx_runtime_check, probes
+from . import amd_windows, emulation, envcheck, onnx_runtime_check, probes
 from .bounded import describe_error
 from .commands import (
     add_device_option,
@@ -51,7 +51,7 @@ from .findings import FAIL
 from .project import Project, load_project, project_module, project_package
 from .render import render_markdown, render_summary, render_text
 from .rules import device_checks as device_rules
-from .rules import environment, packages
+from .rules import environment, packages, rocm_windows
 from .rules import training_step as step_rules
 from .verdict import (
     EXIT_BROKEN,
@@ -108,6 +108,9 @@ def run(request: str = "auto") -> Report:
     findings, report.packages = packages.check_packages(project)
     report.lap("environment", started)
     report.findings.extend(findings)
+    report.findings.extend(
+        rocm_windows.kernel_findings(project, report.recommendation, amd_windows.distribution_names)
+    )
     _run_torch(report, project, request)
     report.findings.extend(onnx_runtime_check.findings())  # exported models; not in the verdict
     report.findings = environment.defer_to_recommendation(
@@ -129,6 +132,8 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         report.exit_code = EXIT_BROKEN
         report.verdict = "BROKEN: torch does not import, so nothing can train."
         return
+    installed = report.packages.get("torch", {}).get("installed")
+    report.findings.extend(rocm_windows.hip_finding(project, torch, installed))
     try:  # apart from torch: a missing tqdm is no reason to reinstall torch
         devices, model, train = load_modules()
     except Exception as error:

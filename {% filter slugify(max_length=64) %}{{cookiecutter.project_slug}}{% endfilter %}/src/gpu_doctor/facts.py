@@ -42,7 +42,11 @@ class Facts:
         """The GPUs, and the recommendation that rests on them."""
         assert self.os is not None
         scan = replace(scan, gpus=nvidia.with_capabilities(scan.gpus))  # names tell DXGI's
-        best = fit_to_driver(recommend.recommend(self.os, scan.hardware), self.project, self.os)
+        best = fit_to_driver(
+            recommend.recommend(self.os, scan.hardware, self.project.python_version),
+            self.project,
+            self.os,
+        )
         return replace(self, scan=scan, best=best)
 
     def with_active(self, active: str | None) -> Facts:

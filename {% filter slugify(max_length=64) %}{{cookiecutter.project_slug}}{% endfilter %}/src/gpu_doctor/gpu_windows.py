@@ -22,7 +22,7 @@ import uuid
 from dataclasses import replace
 from typing import Any, Callable
 
-from . import nvidia
+from . import amd_windows, nvidia
 from .bounded import CommandResult, call_with_timeout, run_command
 from .gpus import NVIDIA, SOFTWARE, Gpu, GpuScan
 from .safe_text import clean_name
@@ -346,9 +346,12 @@ def with_capabilities(gpus: list[Gpu]) -> list[Gpu]:
 
 def scan(timeout: float = POWERSHELL_TIMEOUT) -> GpuScan:
     """DXGI (with registry dates); PowerShell when DXGI fails or sees no GPU with a driver.
-    NVIDIA GPUs get their compute capability (``with_capabilities``)."""
+    NVIDIA GPUs get their compute capability (``with_capabilities``), AMD GPUs their gfx
+    target (``amd_windows.scan_targets``)."""
     found = _scan(timeout)
-    return GpuScan(with_capabilities(found.gpus), found.source, found.problems, found.denied)
+    gpus, problem = amd_windows.scan_targets(with_capabilities(found.gpus))
+    problems = found.problems + ([problem] if problem else [])
+    return GpuScan(gpus, found.source, problems, found.denied)
 
 
 def _scan(timeout: float) -> GpuScan:

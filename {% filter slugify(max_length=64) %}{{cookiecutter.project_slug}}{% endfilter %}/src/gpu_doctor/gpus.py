@@ -62,7 +62,8 @@ class Gpu:
     software: bool = False  # a software adapter such as "Microsoft Basic Render Driver"
     source: str = ""  # DXGI, PowerShell, /sys/class/drm, nvidia-smi, rocm-smi
     memory_capped: bool = False  # Win32_VideoController.AdapterRAM stops at 4 GB
-    gfx_target: str = ""  # AMD on Linux: the ISA ROCm compiles for ("gfx1031"), from KFD
+    gfx_target: str = ""  # AMD: the ISA ROCm compiles for ("gfx1031"), from KFD or HIP
+    target_source: str = ""  # Windows: "HIP runtime" or "PCI id table" (amd_windows.py)
     render_node: str = ""  # Linux: "/dev/dri/renderD128", which ROCm opens with /dev/kfd
     compute_capability: str = ""  # NVIDIA: "6.1", which CUDA builds of torch run it on
     capability_source: str = ""  # nvidia-smi, model name (nvidia.py's table) or torch
@@ -93,7 +94,8 @@ class Gpu:
             label = "version" if self.driver else "driver"
             parts.append(f"{label} {self.driver_version}{dated}")
         if self.gfx_target:
-            parts.append(self.gfx_target)
+            source = f" from the {self.target_source}" if self.target_source else ""
+            parts.append(f"{self.gfx_target}{source}")
         if self.compute_capability:
             named = " by its model name" if self.capability_source == "model name" else ""
             parts.append(f"compute capability {self.compute_capability}{named}")
@@ -112,6 +114,7 @@ class Gpu:
             "driver_date": self.driver_date.isoformat() if self.driver_date else None,
             "source": self.source,
             "gfx_target": self.gfx_target,
+            "gfx_target_source": self.target_source,
             "compute_capability": self.compute_capability,
             "compute_capability_source": self.capability_source,
         }

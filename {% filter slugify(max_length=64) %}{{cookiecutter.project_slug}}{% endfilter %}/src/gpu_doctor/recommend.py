@@ -16,13 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from . import amd_linux, nvidia
+from . import amd_linux, amd_windows, nvidia
 from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu
-from .os_info import OsInfo
+from .os_info import WINDOWS_11_BUILD, OsInfo
 
 WINDOWS, LINUX, WSL2, MACOS, ANY = "Windows", "Linux", "WSL2", "macOS", "any"
 # When two GPUs each have a stack, the discrete GPU wins; between equals, this order.
-PREFERENCE = ("cuda", "cuda-legacy", "xpu", "rocm", "directml", "cpu")
+PREFERENCE = ("cuda", "cuda-legacy", "xpu", "rocm", "rocm-windows", "directml", "cpu")
 FALLBACK_WHY = (
     "no GPU that a PyTorch stack can train on was found: the CPU stack (current torch) runs "
     "everywhere"
@@ -67,6 +67,11 @@ def _without_rocm_target(gpu: Gpu) -> bool:
     close target: ROCm would fail at the first kernel ("invalid device function")."""
     support = amd_linux.support_of(None, gpu.gfx_target)
     return gpu.driver != "radeon" and support.status == amd_linux.UNSUPPORTED
+
+
+def _rocm_windows_target(gpu: Gpu) -> bool:
+    """AMD on Windows whose gfx target AMD's ROCm wheels for Windows have kernels for."""
+    return amd_windows.supported(gpu.gfx_target)
 
 
 def _not_arc(gpu: Gpu) -> bool:
@@ -189,11 +194,21 @@ RULES: tuple[Rule, ...] = (
     Rule(
         WINDOWS,
         AMD,
-        "AMD Radeon (integrated or discrete)",
+        "AMD Radeon RX 7000/9000, Radeon 780M/760M, Ryzen AI 300 and Strix Halo graphics "
+        "(Windows 11)",
+        _rocm_windows_target,
+        "rocm-windows",
+        "AMD's own ROCm build of a current PyTorch runs this GPU natively on Windows 11 (it "
+        "appears as `cuda` in torch); its kernels come from the GPU's device package",
+    ),
+    Rule(
+        WINDOWS,
+        AMD,
+        "other AMD Radeon (RX 6000 and older, Vega graphics), or Windows 10",
         _any,
         "directml",
-        "PyTorch publishes no ROCm wheels for Windows (AMD's own are a preview); "
-        "DirectML reaches Radeon GPUs through DirectX 12, on the frozen torch 2.4.1",
+        "DirectML reaches Radeon GPUs that AMD's ROCm build for Windows does not serve through "
+        "DirectX 12, on the frozen torch 2.4.1 (DirectML is in maintenance)",
     ),
     Rule(
         WINDOWS,
@@ -248,13 +263,65 @@ def _system_matches(rule: Rule, system: str) -> bool:
     return rule.system == system
 
 
-def rule_for(gpu: Gpu, system: str) -> Rule | None:
+def rule_for(gpu: Gpu, system: str, info: OsInfo | None = None, python: str = "") -> Rule | None:
     """The first rule for this GPU on this system, or None when no stack can use it."""
+    return _rule_and_reason(gpu, system, info, python)[0]
+
+
+def _rule_and_reason(
+    gpu: Gpu, system: str, info: OsInfo | None, python: str
+) -> tuple[Rule | None, str]:
+    """The first rule whose stack runs here, and why an earlier one's could not ('' if none)."""
+    passed = ""
     for rule in RULES:
         same_vendor = rule.vendor is not None and rule.vendor == gpu.vendor_id
         if same_vendor and _system_matches(rule, system) and rule.matches(gpu):
-            return rule
-    return None
+            unmet = _unmet(rule, gpu, info, python)
+            if not unmet:
+                return rule, passed
+            passed = passed or unmet
+    return None, passed
+
+
+def _parts(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
+
+
+def _unmet(rule: Rule, gpu: Gpu, info: OsInfo | None, python: str) -> str:
+    """Why this machine cannot take ``rule``'s stack although its GPU could; '' when it can.
+    AMD's ROCm wheels for Windows: Windows 11 only, and the Pythons AMD publishes them for."""
+    if rule.stack != amd_windows.STACK:
+        return ""
+    build = info.windows_build if info is not None else None
+    lead = f"AMD's ROCm build for Windows (rocm-windows) runs its {gpu.gfx_target} but needs"
+    if build is not None and build < WINDOWS_11_BUILD:
+        return f"{lead} Windows 11, and this is Windows 10 (build {build})"
+    stack = amd_windows.stack_of()
+    if (
+        python
+        and stack
+        and not (_parts(stack["python_min"]) <= _parts(python) <= _parts(stack["python_max"]))
+    ):
+        return (
+            f"{lead} Python {stack['python_min']} to {stack['python_max']}, and this project "
+            f"uses Python {python}"
+        )
+    return ""
+
+
+def _amd_windows_note(gpu: Gpu, stack: str, passed: str) -> str:
+    """What an AMD GPU on Windows sent to DirectML should know: which ROCm condition failed,
+    or that its gfx target could not be read."""
+    if passed:
+        return f"; {passed}"
+    if stack == "directml" and not gpu.gfx_target:
+        return (
+            "; its gfx target could not be read (no HIP runtime of the AMD driver, and a PCI id "
+            "the doctor's table lacks): with the latest Adrenalin driver verify_install reads it"
+        )
+    if stack == "directml":
+        return f"; AMD's ROCm build for Windows has no kernels for its {gpu.gfx_target}"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -278,7 +345,8 @@ class Recommendation:
         return f".venv-{self.stack}"
 
     def commands(self, project_slug: str, python: str, windows: bool) -> dict[str, list[str]]:
-        """The exact commands, run in the project folder, for conda and for venv."""
+        """The exact commands, run in the project folder, for conda and for venv; for AMD's
+        ROCm build for Windows, then the one that adds this GPU's kernels."""
         if windows:
             venv = [
                 f"py -{python} -m venv {self.venv_dir()}",
@@ -295,6 +363,10 @@ class Recommendation:
             f"conda env create -f {self.conda_file}",
             f"conda activate {self.env_name(project_slug)}",
         ]
+        if self.stack == amd_windows.STACK and self.gpu is not None and self.gpu.gfx_target:
+            device = amd_windows.device_command(self.gpu.gfx_target)
+            conda.append(device)
+            venv.append(device)
         return {"conda": conda, "venv": venv}
 
     def gpu_text(self) -> str:
@@ -326,17 +398,20 @@ def identify(gpu: Gpu) -> str:
     return f"{gpu.name}{ids}{driver}"
 
 
-def recommend(info: OsInfo, gpus: Iterable[Gpu]) -> Recommendation:
-    """The best stack for this machine: the best GPU's rule, else the machine's, else cpu."""
+def recommend(info: OsInfo, gpus: Iterable[Gpu], python: str = "") -> Recommendation:
+    """The best stack for this machine: the best GPU's rule, else the machine's, else cpu.
+    ``python``: the project's Python ("3.12"), for the stacks that publish fewer Pythons."""
     system = system_of(info)
     if system == MACOS:
         if info.machine.lower() in ("arm64", "aarch64"):
             rule = RULES[0]
             return Recommendation(rule.stack, rule.why)
         return Recommendation("cpu", "an Intel Mac has no GPU backend in current PyTorch")
+    if system == WINDOWS:  # AMD GPUs a scan gave no target: the PCI id table's
+        gpus = amd_windows.with_targets(list(gpus), None)
     ranked = []
     for position, gpu in enumerate(gpus):
-        rule = rule_for(gpu, system)
+        rule, passed = _rule_and_reason(gpu, system, info, python)
         if rule is not None:
             # A GPU whose rule says cpu is named in the advice, but any GPU stack wins over it.
             key = (
@@ -345,10 +420,12 @@ def recommend(info: OsInfo, gpus: Iterable[Gpu]) -> Recommendation:
                 PREFERENCE.index(rule.stack),
                 position,
             )
-            ranked.append((key, gpu, rule))
+            ranked.append((key, gpu, rule, passed))
     if ranked:
-        _, gpu, rule = min(ranked, key=lambda item: item[0])
+        _, gpu, rule, passed = min(ranked, key=lambda item: item[0])
         why = rule.why
+        if gpu.vendor_id == AMD and system == WINDOWS:
+            why += _amd_windows_note(gpu, rule.stack, passed)
         if gpu.vendor_id == NVIDIA and not nvidia.capability_of(gpu):
             why += (
                 f"; {gpu.name}'s compute capability could not be read, so check it is 7.5 or "

@@ -22,7 +22,13 @@ VARIABLES = {
 # CUDA_VISIBLE_DEVICES); elsewhere an empty value leaves every GPU visible.
 EMPTY_HIDES = {"CUDA_VISIBLE_DEVICES"}
 # The device kind each GPU stack trains on (torch calls ROCm's devices "cuda" too).
-TRAINS_ON = {"cuda": "cuda", "cuda-legacy": "cuda", "rocm": "cuda", "xpu": "xpu"}
+TRAINS_ON = {
+    "cuda": "cuda",
+    "cuda-legacy": "cuda",
+    "rocm": "cuda",
+    "rocm-windows": "cuda",
+    "xpu": "xpu",
+}
 # What each device kind's "none seen" reason starts with (machinery.devices' probes).
 NONE_SEEN = {"cuda": "torch has", "xpu": "no Intel XPU"}
 

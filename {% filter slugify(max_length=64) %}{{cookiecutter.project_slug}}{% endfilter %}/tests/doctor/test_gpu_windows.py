@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from gpu_doctor import (
+    amd_windows,
     gpu_windows,
     recommend,
 )
@@ -467,28 +468,90 @@ def test_powershell_names_lose_their_nuls():
     )
 
 
-# ----------------------------------------------- AMD's ROCm preview for Windows: a note only
+# ------------------------------------------------- AMD on Windows: the gfx target on the GPU line
+WINDOWS_11 = OsInfo("Windows", "10", "10.0.26100", "AMD64", windows_build=26100)
 # DXGI adapters as a Radeon desktop and laptops report them (names, PCI ids, drivers).
 RDNA_ADAPTERS = [
     (Gpu("AMD Radeon RX 7800 XT", 0x1002, 0x747E, 16 * 2**30, "32.0.21013.1000",
-         datetime.date(2025, 1, 20), source="DXGI"), True),
+         datetime.date(2025, 1, 20), source="DXGI"), "gfx1101", "rocm-windows"),
     (Gpu("AMD Radeon RX 9070 XT", 0x1002, 0x7550, 16 * 2**30, "32.0.21013.1000",
-         datetime.date(2025, 3, 5), source="DXGI"), True),
+         datetime.date(2025, 3, 5), source="DXGI"), "gfx1201", "rocm-windows"),
     (Gpu("AMD Radeon RX 6700 XT", 0x1002, 0x73DF, 12 * 2**30, "32.0.12033.1030",
-         datetime.date(2025, 2, 20), source="DXGI"), False),  # RDNA2: not in the preview
+         datetime.date(2025, 2, 20), source="DXGI"), "gfx1031", "directml"),
     (Gpu("AMD Radeon(TM) 780M Graphics", 0x1002, 0x15BF, 512 * 2**20, "31.0.24027.1012",
-         datetime.date(2024, 6, 1), source="DXGI"), False),  # integrated: not in the note
+         datetime.date(2024, 6, 1), source="DXGI"), "gfx1103", "rocm-windows"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("gpu,noted", RDNA_ADAPTERS, ids=[g.name for g, _ in RDNA_ADAPTERS])
-def test_an_rdna3_or_rdna4_radeon_hears_of_amds_rocm_preview_and_keeps_directml(gpu, noted):
-    findings = gpu_rules.check_gpus(project(), WINDOWS, GpuScan([gpu], "DXGI"))
-    notes = [f for f in findings if f.code == "GPU-WINDOWS-ROCM-PREVIEW"]
+@pytest.mark.parametrize("gpu,target,stack", RDNA_ADAPTERS, ids=[g[0].name for g in RDNA_ADAPTERS])
+def test_an_amd_gpu_line_names_its_target_and_where_it_came_from(gpu, target, stack, monkeypatch):
+    monkeypatch.setattr(gpu_windows.amd_windows, "read_hip", lambda: [])  # no HIP runtime
+    monkeypatch.setattr(gpu_windows, "_scan", lambda timeout: GpuScan([gpu], "DXGI"))
+    scan = gpu_windows.scan()
+    findings = gpu_rules.check_gpus(project(), WINDOWS, scan)
 
-    assert len(notes) == noted
-    if noted:
-        (note,) = notes
-        assert note.status == "ok" and not note.fix  # never a default, nothing to do
-        assert "preview" in note.found and "torch[device-gfx1100]" in note.found
-    assert recommend.recommend(WINDOWS, [gpu]).stack == "directml"
+    (listed,) = [f for f in findings if f.code == "GPU-FOUND"]
+    assert f"{target} from the PCI id table" in listed.found
+    (line,) = [f for f in findings if f.code == "GPU-AMD-WINDOWS-TARGET"]
+    assert line.status == "ok" and not line.fix  # information: the Environment line recommends
+    assert ("runs it" in line.found) == (stack == "rocm-windows")
+    assert recommend.recommend(WINDOWS_11, scan.hardware, "3.12").stack == stack
+    listed = scan.hardware[0].to_dict()  # the JSON report's GPU
+    assert (listed["gfx_target"], listed["gfx_target_source"]) == (target, "PCI id table")
+    assert recommend.recommend(WINDOWS, scan.hardware, "3.12").stack == "directml"  # Windows 10
+
+
+class FakeHip:
+    """The HIP runtime's two property calls as ctypes functions would be: each writes the
+    struct of its version (name at 0, gcnArchName at 1160 or 396) into the caller's buffer."""
+
+    def __init__(self, devices, versions=("R0600", "R0000"), status=0):
+        self.devices, self.status = devices, status
+        for version in versions:
+            offset = {"R0600": 1160, "R0000": 396}[version]
+            setattr(self, f"hipGetDevicePropertiesR{version[1:]}", self._call(offset))
+
+    def _call(self, offset):
+        def properties(buffer, index):  # buffer: the c_void_p the doctor passes
+            name, arch = self.devices[index]
+            ctypes.memmove(buffer.value, name.encode(), len(name))
+            ctypes.memmove(buffer.value + offset, arch.encode(), len(arch))
+            return self.status
+
+        return properties
+
+
+@pytest.mark.parametrize("versions", [("R0600", "R0000"), ("R0000",)])
+def test_the_gfx_target_is_read_at_the_offset_of_each_property_call(versions):
+    hip = FakeHip([("AMD Radeon RX 7900 XTX", "gfx1100:sramecc-:xnack-")], versions)
+
+    device = amd_windows._device(hip, 0, "amdhip64_7.dll")
+
+    assert (device.name, device.target) == ("AMD Radeon RX 7900 XTX", "gfx1100")
+
+
+def test_a_failing_hip_runtime_is_named_and_the_pci_id_table_still_answers():
+    def failing():
+        raise OSError("amdhip64_7.dll: hipGetDeviceCount returned 100")
+
+    rx_7800 = Gpu("AMD Radeon RX 7800 XT", 0x1002, 0x747E, 16 * 2**30, source="DXGI")
+    gpus, problem = amd_windows.scan_targets([rx_7800], failing)
+
+    assert "hipGetDeviceCount returned 100" in problem
+    assert (gpus[0].gfx_target, gpus[0].target_source) == ("gfx1101", "PCI id table")
+
+
+def test_hip_devices_match_dxgis_gpus_by_name_else_by_order():
+    igpu = Gpu("AMD Radeon(TM) Graphics", 0x1002, 0x1900, 2**29, source="DXGI")  # not in the table
+    xtx = Gpu("AMD Radeon RX 7900 XTX", 0x1002, 0x744C, 24 * 2**30, source="DXGI")
+    hip = [amd_windows.HipDevice("AMD Radeon RX 7900 XTX", "gfx1100"),
+           amd_windows.HipDevice("AMD Radeon(TM) 780M", "gfx1103")]  # fmt: skip
+
+    named = amd_windows.with_targets([igpu, xtx], hip)
+    assert [(gpu.gfx_target, gpu.target_source) for gpu in named] == [
+        ("gfx1103", "HIP runtime"),  # two of each: the one left over goes by order
+        ("gfx1100", "HIP runtime"),
+    ]
+    unsure = amd_windows.with_targets([igpu, xtx], hip[:1])  # one left in DXGI, none in HIP
+    assert [gpu.target_source for gpu in unsure] == ["", "HIP runtime"]
+    assert unsure[0].gfx_target == ""  # no id in the table, no name: nothing is guessed

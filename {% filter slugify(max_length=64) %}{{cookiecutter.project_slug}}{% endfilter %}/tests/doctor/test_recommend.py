@@ -78,9 +78,9 @@ NVIDIA_SMI_4070 = Gpu(
         (WINDOWS, [UHD_620], "directml", "UHD Graphics 620"),
         (LINUX, [LINUX_B580], "xpu", "Arc B580"),
         (LINUX, [LINUX_UHD_770], "cpu", None),
-        # AMD: DirectML on Windows, ROCm on Linux (not with the legacy radeon driver).
-        (WINDOWS, [RX_7600], "directml", "RX 7600"),
-        (WINDOWS, [RADEON_780M], "directml", "780M"),
+        # AMD: AMD's ROCm build on Windows 11, ROCm on Linux (not with the legacy radeon driver).
+        (WINDOWS, [RX_7600], "rocm-windows", "RX 7600"),
+        (WINDOWS, [RADEON_780M], "rocm-windows", "780M"),
         (LINUX, [LINUX_RX_7900], "rocm", "RX 7900 XTX"),
         (LINUX, [LINUX_HD_7850], "cpu", None),
         # NVIDIA: CUDA everywhere it exists.
@@ -120,7 +120,7 @@ def test_apple_silicon_is_told_about_mps():
         (WINDOWS, [METEOR_LAKE, RTX_4060], "cuda", RTX_4060),  # Core Ultra + GeForce
         (WINDOWS, [RADEON_780M, RTX_4060], "cuda", RTX_4060),  # Ryzen + GeForce
         (WINDOWS, [IRIS_XE, ARC_A370M], "xpu", ARC_A370M),  # Intel iGPU + Arc dGPU
-        (WINDOWS, [RADEON_780M, RX_7600], "directml", RX_7600),
+        (WINDOWS, [RADEON_780M, RX_7600], "rocm-windows", RX_7600),
         (LINUX, [LINUX_780M, LINUX_RX_7900], "rocm", LINUX_RX_7900),
         (LINUX, [LINUX_UHD_770, LINUX_RX_7900], "rocm", LINUX_RX_7900),
     ],
@@ -128,8 +128,8 @@ def test_apple_silicon_is_told_about_mps():
 def test_integrated_plus_discrete_laptops_train_on_the_discrete_gpu(info, gpus, stack, chosen):
     best = recommend.recommend(info, gpus)
 
-    assert (best.stack, best.gpu) == (stack, chosen)
-    assert recommend.recommend(info, list(reversed(gpus))).gpu == chosen  # order does not matter
+    assert (best.stack, best.gpu.name) == (stack, chosen.name)
+    assert recommend.recommend(info, list(reversed(gpus))).gpu.name == chosen.name  # any order
 
 
 def test_the_gpu_is_identified_by_name_ids_and_driver():
@@ -161,6 +161,7 @@ def test_commands_create_the_recommended_file_on_each_system():
     [
         ("2.14.1+xpu", False, "xpu"),
         ("2.14.1+rocm7.2", False, "rocm"),
+        ("2.14.0+rocm10.1.0", False, "rocm-windows"),
         ("2.14.1+cu130", False, "cuda"),
         ("2.14.1+cpu", False, "cpu"),
         ("2.4.1", True, "directml"),
@@ -266,3 +267,67 @@ def test_the_stacks_page_table_is_the_rules_table():
     rows = re.findall(r"^\| (.+?) \| (.+?) \| `environments/([\w-]+)\.yml` \|", text, re.MULTILINE)
 
     assert rows == recommend.readme_rows()
+
+
+# ------------------------------------------------- AMD on Windows: AMD's ROCm build or DirectML
+WINDOWS_10 = OsInfo("Windows", "10", "10.0.19045", "AMD64", windows_build=19045)
+WSL2_AMD = dataclasses.replace(WSL2)
+# DXGI's view of the GPUs of a room of AMD machines: names and PCI ids as drivers report them.
+AMD_ROOM = [
+    (dxgi("AMD Radeon RX 7900 XTX", 0x1002, 0x744C, 24 * GB, "32.0.21013.1000"), "gfx1100"),
+    (dxgi("AMD Radeon RX 7800 XT", 0x1002, 0x747E, 16 * GB, "32.0.21013.1000"), "gfx1101"),
+    (dxgi("AMD Radeon RX 9070 XT", 0x1002, 0x7550, 16 * GB, "32.0.21013.1000"), "gfx1201"),
+    (dxgi("AMD Radeon(TM) 780M Graphics", 0x1002, 0x15BF, GB // 2, "32.0.21013.1000"), "gfx1103"),
+    (dxgi("AMD Radeon(TM) 890M Graphics", 0x1002, 0x150E, GB // 2, "32.0.21013.1000"), "gfx1150"),
+    (dxgi("AMD Radeon(TM) 8060S Graphics", 0x1002, 0x1586, GB // 2, "32.0.21013.1000"), "gfx1151"),
+    (dxgi("AMD Radeon RX 6700 XT", 0x1002, 0x73DF, 12 * GB, "32.0.12033.1030"), "gfx1031"),
+    (dxgi("Radeon RX 580 Series", 0x1002, 0x67DF, 8 * GB, "31.0.12029.10015"), "gfx803"),
+    (dxgi("AMD Radeon(TM) Vega 8 Graphics", 0x1002, 0x15D8, GB // 2, "27.20.20913.2000"), "gfx902"),
+]
+NATIVE = {"gfx1100", "gfx1101", "gfx1201", "gfx1103", "gfx1150", "gfx1151"}
+
+
+@pytest.mark.parametrize("python", ["3.10", "3.13"])
+@pytest.mark.parametrize("system", ["Windows 11", "Windows 10", "WSL2"])
+@pytest.mark.parametrize("gpu,target", AMD_ROOM, ids=[gpu.name for gpu, _ in AMD_ROOM])
+def test_each_amd_gpu_gets_the_stack_whose_build_runs_it(gpu, target, system, python):
+    info = {"Windows 11": WINDOWS, "Windows 10": WINDOWS_10, "WSL2": WSL2_AMD}[system]
+    best = recommend.recommend(info, [gpu], python)
+
+    # AMD publishes its Windows wheels for Windows 11 and Python 3.11 to 3.14 only.
+    native = system == "Windows 11" and target in NATIVE and python != "3.10"
+    assert best.stack == ("rocm-windows" if native else "directml")
+    assert "\n" not in best.why and best.why
+    commands = best.commands("digits", python, windows=system != "WSL2")
+    device = [line for line in commands["venv"] if "[device-" in line]
+    if native:
+        assert best.gpu.gfx_target == target
+        assert device == [
+            f'pip install "torch[device-{target}]==2.14.0+rocm10.1.0" '
+            f'"torchvision[device-{target}]==0.29.0a0+rocm10.1.0" --index-url '
+            "https://stable.repo.amd.com/rocm/whl-next/ --extra-index-url https://pypi.org/simple"
+        ]
+        assert commands["conda"][-1] == device[0]
+    else:
+        assert device == [] and "device-all" not in " ".join(commands["venv"])
+    if system == "Windows 10" and target in NATIVE:
+        assert "needs Windows 11, and this is Windows 10 (build 19045)" in best.why
+    if system == "Windows 11" and target in NATIVE and python == "3.10":
+        assert "needs Python 3.11 to 3.14, and this project uses Python 3.10" in best.why
+    if system == "Windows 11" and target not in NATIVE:
+        assert f"has no kernels for its {target}" in best.why
+
+
+def test_the_discrete_radeon_wins_over_an_igpu_the_build_does_not_run():
+    igpu = dxgi("AMD Radeon(TM) Graphics", 0x1002, 0x164E, GB // 2, "32.0.21013.1000")
+    xtx = AMD_ROOM[0][0]
+    best = recommend.recommend(WINDOWS, [igpu, xtx], "3.12")
+
+    assert (best.stack, best.gpu.name, best.gpu.gfx_target) == ("rocm-windows", xtx.name, "gfx1100")
+
+
+def test_an_amd_gpu_whose_target_nothing_names_stays_on_directml_and_says_why():
+    unknown = dxgi("AMD Radeon(TM) Graphics", 0x1002, 0x1900, GB // 2, "32.0.21013.1000")
+    best = recommend.recommend(WINDOWS, [unknown], "3.12")
+
+    assert best.stack == "directml" and "gfx target could not be read" in best.why

@@ -321,6 +321,20 @@ def test_the_legacy_cuda_stack_is_counted_like_the_others(tmp_path):
     assert ["cuda", "1", "-"] in rows
 
 
+def test_amds_windows_stack_is_counted_apart_from_directml_and_linux_rocm(tmp_path):
+    room_report(tmp_path, "ida-rx-7800", "rocm-windows", "directml")  # made the old way
+    room_report(tmp_path, "jon-8060s", "rocm-windows", "rocm-windows")
+    room_report(tmp_path, "kai-rx-6700", "directml", "directml")
+    room_report(tmp_path, "lea-linux-7900", "rocm", "rocm")
+
+    text = summarise(load_folder(tmp_path).machines)
+
+    section = text.split("Recommended environments")[1].split("Machines (")[0]
+    rows = [line.split() for line in section.splitlines() if line.strip()[:1].isalpha()]
+    assert ["rocm-windows", "2", "ida-rx-7800.json", "(on", "directml)"] in rows
+    assert ["directml", "1", "-"] in rows and ["rocm", "1", "-"] in rows
+
+
 def test_reports_without_a_recommendation_leave_the_section_out(samples):
     machines, _ = samples
 

@@ -431,7 +431,8 @@ def test_the_real_thing_on_this_machine(child_limit):
         else:
             assert "one inference on" in finding["found"]
     if expected == 3:  # then the report says why the accelerator is not usable
-        kind = {"cuda-legacy": "cuda", "rocm": "cuda"}.get(accelerator, accelerator)  # torch's
+        torchs = {"cuda-legacy": "cuda", "rocm": "cuda", "rocm-windows": "cuda"}
+        kind = torchs.get(accelerator, accelerator)  # torch's name of the device kind
         assert any(u["kind"] == kind and u["reason"] for u in report["unavailable"])
 
 
@@ -557,17 +558,21 @@ def unresolved_pointers(out: Printed) -> list:
     return problems
 
 
-def broken_installs(out: Printed, pins: dict) -> list:
-    """Install commands that would move a package off the project's pins."""
+def broken_installs(out: Printed, pins: dict, stacks: dict | None = None) -> list:
+    """Install commands that would move a package off the project's pins, or off the pins of
+    the stack whose environment they make (AMD's device command for rocm-windows)."""
     problems = []
     for command in PIP.findall(" ".join(text for _, text in out.fixes)):
+        stack = stack_of_install(f"pip install {command}", "")
+        wanted = (stacks or {}).get(stack, {}).get("pins", pins)
         words = iter(command.split())
         for word in words:
             if word in ("-r", "--index-url", "--extra-index-url"):
                 next(words, None)
             elif not word.startswith("-"):
-                name, _, version = word.partition("==")
-                if pins.get(name) != version.split("+")[0]:  # '2.14.1+xpu' is the pin's build
+                name, _, version = word.strip('"').partition("==")
+                name = name.split("[")[0]  # 'torch[device-gfx1101]': the pinned torch, one extra
+                if wanted.get(name) != version.split("+")[0]:  # '2.14.1+xpu' is the pin's build
                     problems.append(f"`pip install {command}` installs {word}")
     return problems
 
@@ -634,6 +639,26 @@ class HipLeNet(model.LeNet5):
         return moved
 
 
+INVALID_IMAGE = "HIP error: invalid device image (hipErrorInvalidImage)"
+
+
+class InvalidImageLeNet(model.LeNet5):
+    """AMD's ROCm build for Windows without this GPU's kernels: every kernel fails."""
+
+    def to(self, *args, **kwargs):
+        moved = super().to(*args, **kwargs)
+
+        def forward(x):
+            raise RuntimeError(INVALID_IMAGE)
+
+        moved.conv1.forward = forward
+        return moved
+
+
+ROCM_RX_7800 = devices.DeviceOption(  # AMD's Windows build lists it as cuda:0
+    "cuda", 0, "AMD Radeon RX 7800 XT", torch.device("cpu"), {"float64": True}
+)
+AMD_WINDOWS_PINS = {"torch": "2.14.0+rocm10.1.0", "torchvision": "0.29.0a0+rocm10.1.0"}
 CUDA_INIT = "CUDA failed to initialise: RuntimeError: CUDA driver version is insufficient"
 NO_KERNEL_IMAGE = (
     "cuda:0 failed a smoke test: RuntimeError: CUDA error: no kernel image is available for "
@@ -704,6 +729,15 @@ SITUATIONS = [
      [("directml", LIBD3D12, True)], "auto", None, "pins"),
     ("windows-rx-7800-dml-works", "directml", WINDOWS, [RX_7800], [DML_RX_7800], [], "auto",
      None, "pins"),
+    ("windows-rocm-windows-works", "rocm-windows", WINDOWS, [RX_7800], [ROCM_RX_7800], [],
+     "auto", None, {**AMD_WINDOWS_PINS, "amd-torch-device-gfx1101": "2.14.0"}),
+    ("windows-rocm-windows-no-kernels", "rocm-windows", WINDOWS, [RX_7800], [ROCM_RX_7800], [],
+     "auto", InvalidImageLeNet, AMD_WINDOWS_PINS),
+    ("windows-rocm-windows-wrong-kernels", "rocm-windows", WINDOWS, [RX_7800], [ROCM_RX_7800],
+     [], "auto", InvalidImageLeNet, {**AMD_WINDOWS_PINS, "amd-torch-device-gfx1100": "2.14.0"}),
+    ("windows-rocm-windows-no-gpu-visible", "rocm-windows", WINDOWS, [RX_7800], [],
+     [("cuda", "torch has CUDA support but sees no GPU", True)], "auto", None,
+     {**AMD_WINDOWS_PINS, "amd-torch-device-gfx1101": "2.14.0"}),
     ("cuda-project-gtx-1060-no-kernel-image", "cuda", LINUX_X86, [GTX_1060_SMI], [],
      [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
     ("cuda-project-v100-old-driver-no-kernel-image", "cuda", LINUX_X86, [V100_OLD_SMI], [],
@@ -788,6 +822,9 @@ def situation(monkeypatch):
         monkeypatch.setattr(
             package_rules, "check_packages", lambda project: check_packages(project, packages.get)
         )
+        monkeypatch.setattr(checkup.amd_windows, "distribution_names", lambda: list(packages))
+        hip = packages.get("hip", "7.1.52802" if "+rocm" in packages.get("torch", "") else None)
+        monkeypatch.setattr(torch.version, "hip", hip)  # a stand-in for AMD's HIP build
         fake_devices = SimpleNamespace(discover=lambda: found, choose=devices.choose)
         lenet = lenet if isinstance(lenet, type) else DriftingLeNet if lenet else model.LeNet5
         modules = (fake_devices, SimpleNamespace(LeNet5=lenet), train)
@@ -816,7 +853,7 @@ def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
 
     assert out.verdict and out.go_on, out.text
     assert unresolved_pointers(out) == [], out.text
-    assert broken_installs(out, chosen.pins) == [], out.text
+    assert broken_installs(out, chosen.pins, chosen.stacks) == [], out.text
     if chosen.accelerator != "directml":  # torch-directml would bring torch 2.4.1
         assert "torch-directml==" not in out.text, out.text
     other_file = "requirements.txt" if env_manager == "conda" else "environment.yml"
@@ -1349,6 +1386,8 @@ def stack_of_install(command: str, default: str) -> str:
     file = re.search(r"environments/([\w-]+)\.(?:txt|yml)", command)
     if file:
         return file.group(1)
+    if "[device-gfx" in command or "+rocm10" in command:  # AMD's build for Windows
+        return "rocm-windows"
     if "torch-directml" in command or "torch==2.4.1" in command:
         return "directml"
     tag = re.search(r"torch==[\d.]+\+([a-z]+)(\d*)", command)
@@ -1463,17 +1502,168 @@ def test_an_override_that_is_set_and_still_fails_says_to_train_on_the_cpu(
     assert "is set (10.3.0)" in found and "--device cpu" in fix
 
 
-def test_a_radeon_rx_7800_on_windows_hears_of_amds_preview_but_stays_on_directml(situation, capsys):
+# A room of AMD laptops, as DXGI names them, on each system and with each Python.
+AMD_ROOM = [
+    ("AMD Radeon RX 7900 XTX", 0x744C, 24, "gfx1100"),
+    ("AMD Radeon RX 7800 XT", 0x747E, 16, "gfx1101"),
+    ("AMD Radeon RX 9070 XT", 0x7550, 16, "gfx1201"),
+    ("AMD Radeon(TM) 780M Graphics", 0x15BF, 0, "gfx1103"),
+    ("AMD Radeon(TM) 890M Graphics", 0x150E, 0, "gfx1150"),
+    ("AMD Radeon(TM) 8060S Graphics", 0x1586, 0, "gfx1151"),
+    ("AMD Radeon RX 6700 XT", 0x73DF, 12, ""),
+    ("Radeon RX 580 Series", 0x67DF, 8, ""),
+    ("AMD Radeon(TM) Vega 8 Graphics", 0x15D8, 0, ""),
+]
+AMD_SYSTEMS = {
+    "windows-11": WINDOWS,
+    "windows-10": OsInfo("Windows", "10", "10.0.19045", "AMD64", windows_build=19045),
+    "wsl2": OsInfo("Linux", "5.15.153.1-microsoft-standard-WSL2", "#1 SMP", "x86_64",
+                   wsl=2, windows_build=22631, dxg=True, d3d12=True),
+}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("python", ["3.10", "3.13"])
+@pytest.mark.parametrize("system", list(AMD_SYSTEMS))
+@pytest.mark.parametrize("name,device,memory,native", AMD_ROOM, ids=[g[0] for g in AMD_ROOM])
+def test_no_two_fixes_contradict_on_any_amd_laptop_of_the_room(
+    situation, capsys, monkeypatch, name, device, memory, native, system, python
+):
+    made_for = advice_project
+    monkeypatch.setitem(
+        globals(),
+        "advice_project",
+        lambda *args: dataclasses.replace(made_for(*args), python_version=python),
+    )
+    gpu = Gpu(name, 0x1002, device, (memory or 0.5) * 2**30, "32.0.21013.1000", source="DXGI")
+    adapter = devices.DeviceOption("directml", 0, name, torch.device("cpu"), {"float64": False})
+    info = AMD_SYSTEMS[system]
+    code, chosen = situation(
+        "amd-room", "directml", info, [gpu] if info.is_windows else [], [adapter], [], "auto",
+        None, "pins", "venv",
+    )  # fmt: skip
+    out = read_output(capsys.readouterr().out)
+
+    assert contradictions(out, chosen.accelerator) == [], out.text
+    assert unresolved_pointers(out) == [], out.text
+    assert broken_installs(out, chosen.pins, chosen.stacks) == [], out.text
+    text = " ".join(out.text.split())
+    if native and system == "windows-11" and python == "3.13":
+        assert "Best for this machine: rocm-windows" in text, out.text
+        assert f'`pip install "torch[device-{native}]==2.14.0+rocm10.1.0"' in text, out.text
+    else:
+        assert "[device-" not in text and "Best for this machine: directml" in text, out.text
+
+
+def test_a_radeon_rx_7800_on_windows_11_is_sent_to_amds_build_with_its_kernels(situation, capsys):
     case = next(case for case in SITUATIONS if case[0] == "windows-rx-7800-dml-works")
     code, _ = situation(*case, "venv")
     out = read_output(capsys.readouterr().out)
 
-    assert code == checkup.EXIT_OK
-    text = " ".join(out.text.split())  # ok rows, wrapped
-    note = text.split("RX 7800 XT: AMD also publishes", 1)[1].split(" ok Environment ")[0]
-    assert "as a preview" in note and '"not yet stable for production use"' in note
-    assert "stays directml" in note
-    assert "Best for this machine: directml (environments/directml.yml" in text
+    assert code == checkup.EXIT_OK  # DirectML works; the native build is better
+    text = " ".join(out.text.split())  # rows, wrapped
+    assert "Best for this machine: rocm-windows, but this environment runs the directml" in text
+    assert "gfx1101 from the PCI id table" not in text  # a fake scan: the table fills it in
+    (fix,) = [fix for label, fix in out.fixes if "Environment" in label]
+    assert "`pip install -r environments/rocm-windows.txt`" in fix
+    assert '`pip install "torch[device-gfx1101]==2.14.0+rocm10.1.0"' in fix
+
+
+def amd_windows_run(situation, capsys, name):
+    case = next(case for case in SITUATIONS if case[0] == name)
+    code, _ = situation(*case, "venv")
+    return code, read_output(capsys.readouterr().out)
+
+
+DEVICE_FIX = (
+    "Install this GPU's kernels in this environment: `pip install "
+    '"torch[device-gfx1101]==2.14.0+rocm10.1.0" "torchvision[device-gfx1101]==0.29.0a0+rocm10.1.0" '
+    "--index-url https://stable.repo.amd.com/rocm/whl-next/ --extra-index-url "
+    "https://pypi.org/simple`"
+)
+
+
+def test_amds_build_with_this_gpus_kernels_works(situation, capsys):
+    code, out = amd_windows_run(situation, capsys, "windows-rocm-windows-works")
+
+    assert code == checkup.EXIT_OK, out.text
+    rows = dict(out.row_texts)
+    assert any("HIP 7.1.52802" in text for check, text in out.row_texts if check == "torch build")
+    assert "(device-gfx1101) are this GPU's (gfx1101)" in rows["GPU kernels"]
+    assert "WORKS: training runs on" in out.text
+    assert [label for label, _ in out.fixes if "Timing" not in label] == []  # the fake is a CPU
+
+
+@pytest.mark.parametrize(
+    "name,found",
+    [
+        ("windows-rocm-windows-no-kernels", "No GPU kernels are installed for this GPU's gfx1101"),
+        ("windows-rocm-windows-wrong-kernels", "(device-gfx1100) are not this GPU's gfx1101"),
+    ],
+)
+def test_missing_or_wrong_kernels_give_the_one_command_with_the_gpus_target(
+    situation, capsys, name, found
+):
+    code, out = amd_windows_run(situation, capsys, name)
+
+    assert code == checkup.EXIT_BROKEN, out.text
+    (kernels,) = [text for check, text in out.row_texts if check == "GPU kernels"]
+    assert found in kernels and "hipErrorInvalidImage" in kernels
+    (smoke,) = [text for check, text in out.row_texts if check == "Smoke test"]
+    assert "hipErrorInvalidImage" in smoke and "not this GPU's gfx1101" in smoke
+    assert [fix for _, fix in out.fixes] == [DEVICE_FIX]  # the same fix, printed once
+    assert "device-all" not in out.text
+
+
+def test_the_short_report_puts_the_gpu_kernels_under_pytorch_with_their_one_command(
+    situation, capsys
+):
+    case = next(case for case in SITUATIONS if case[0] == "windows-rocm-windows-no-kernels")
+    situation(*case, "venv", verbose=False)
+    summary = read_summary(capsys.readouterr().out)
+
+    assert "GPU kernels" not in [area for _, area, _ in summary.areas]
+    (pytorch,) = [text for _, area, text in summary.areas if area == "PyTorch"]
+    assert "No GPU kernels are installed for this GPU's gfx1101" in pytorch
+    assert any('"torch[device-gfx1101]==2.14.0+rocm10.1.0"' in fix for _, fix in summary.fixes)
+
+
+def test_amds_build_that_sees_no_gpu_falls_back_to_the_cpu(situation, capsys):
+    code, out = amd_windows_run(situation, capsys, "windows-rocm-windows-no-gpu-visible")
+
+    assert code == checkup.EXIT_CPU_FALLBACK, out.text
+    assert any("sees no GPU" in text for check, text in out.row_texts if check == "Device")
+    (fix,) = [fix for label, fix in out.fixes if "Device" in label]
+    assert "Adrenalin driver" in fix and "NVIDIA" not in fix
+
+
+def test_a_torch_without_hip_in_the_rocm_windows_environment_says_to_reinstall(
+    situation, capsys, monkeypatch
+):
+    case = next(case for case in SITUATIONS if case[0] == "windows-rocm-windows-works")
+    installed = {**case[-1], "hip": None}  # AMD's version number, yet no HIP in the build
+    situation(*case[:-1], installed, "venv")
+    out = read_output(capsys.readouterr().out)
+
+    rows = out.row_texts
+    (row,) = [text for check, text in rows if check == "torch build" and "version.hip" in text]
+    assert "no ROCm build (torch.version.hip is None)" in row
+    reinstall = "`pip install --force-reinstall -r environments/rocm-windows.txt`"
+    assert any(reinstall in fix for label, fix in out.fixes if "torch build" in label), out.text
+
+
+def test_another_builds_torch_in_the_rocm_windows_environment_is_named_once(
+    situation, capsys, monkeypatch
+):
+    case = next(case for case in SITUATIONS if case[0] == "windows-rocm-windows-works")
+    installed = {**case[-1], "torch": "2.14.0+cpu"}
+    # the environment is .venv-rocm-windows, into which a CPU torch was installed
+    monkeypatch.setattr(active_environment, "stack_of_torch", lambda *args: "rocm-windows")
+    situation(*case[:-1], installed, "venv")
+    out = read_output(capsys.readouterr().out)
+
+    builds = [text for check, text in out.row_texts if check == "torch build"]
+    assert len(builds) == 1 and "version.hip" not in builds[0], builds
 
 
 # --------------------------------------------------------------------- the build, not the version

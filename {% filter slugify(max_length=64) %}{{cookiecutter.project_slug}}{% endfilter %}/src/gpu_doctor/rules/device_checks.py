@@ -21,7 +21,7 @@ from ..findings import (
 )
 from ..project import Project
 from ..visible_devices import hidden_fix
-from . import cuda, rocm
+from . import cuda, rocm, rocm_windows
 from .packages import install_fix
 
 CODES = {
@@ -39,7 +39,7 @@ CODES = {
 
 # The device kind each stack trains on, where the two names differ (torch calls both CUDA
 # builds' devices "cuda").
-DEVICE_KIND = {"cuda-legacy": "cuda"}
+DEVICE_KIND = {"cuda-legacy": "cuda", "rocm-windows": "cuda"}
 
 
 def device_findings(
@@ -89,6 +89,14 @@ def device_findings(
                     "ROCM-INVALID-DEVICE-FUNCTION",
                     f"{found} {kernels[0]}",
                     kernels[1],
+                    "",
+                )
+            wrong_kernels = rocm_windows.invalid_image(missing.reason, recommendation, project)
+            if wrong_kernels:
+                code, found, fix, role = (
+                    "ROCM-WINDOWS-INVALID-IMAGE",
+                    f"{found} {wrong_kernels[0]}",
+                    wrong_kernels[1],
                     "",
                 )
             image = None
@@ -177,8 +185,25 @@ def _directml_fix(
     )
 
 
+def _amd_windows_fix(reason: str, project: Project) -> tuple[str, str]:
+    if "no CUDA" in reason:  # not AMD's build at all (PyPI's CPU torch, most often)
+        return (
+            "Reinstall torch from AMD's index: `pip install --force-reinstall -r "
+            "environments/rocm-windows.txt`, then run verify_install again.",
+            REPAIRS_ENVIRONMENT,
+        )
+    return (
+        "AMD's ROCm build needs AMD's current Adrenalin driver: install AMD Software: Adrenalin "
+        "Edition from amd.com/support, restart, and run verify_install again. Until then the "
+        "CPU trains.",
+        "",
+    )
+
+
 def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> tuple[str, str]:
     """(the fix, its role) of CUDA that is unavailable, by the reason it gives."""
+    if project.accelerator == "rocm-windows":  # AMD's build: torch calls its GPUs cuda too
+        return _amd_windows_fix(reason, project)
     if "no CUDA" in reason:  # a CPU-only torch, e.g. PyPI's torch on Windows
         pins = " ".join(f"{name}=={project.pins[name]}" for name in ("torch", "torchvision"))
         index = project.index_url or "https://download.pytorch.org/whl/cu130"

@@ -60,7 +60,9 @@ def check_environment_choice(
                 code="ENV-UNKNOWN",
             )
         ]
-    best = best or fit_to_driver(recommend.recommend(info, scan.hardware), project, info)
+    best = best or fit_to_driver(
+        recommend.recommend(info, scan.hardware, project.python_version), project, info
+    )
     current = active or project.accelerator
     python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
     commands = best.commands(project.project_slug or "<project>", python, info.is_windows)
@@ -99,6 +101,7 @@ def check_environment_choice(
 STACK_SYSTEMS = {
     "directml": ("Windows", "WSL2"),
     "rocm": ("Linux",),
+    "rocm-windows": ("Windows",),
     "xpu": ("Windows", "Linux"),
     "cuda": ("Windows", "Linux", "WSL2"),
     "cuda-legacy": ("Windows", "Linux", "WSL2"),

@@ -38,10 +38,12 @@ def check_gpus(
     hardware = scan.hardware
     findings = _list_findings(hardware)
     findings += _problem_findings(scan, bool(hardware))
-    best = best or fit_to_driver(recommend.recommend(info, hardware), project, info)
+    best = best or fit_to_driver(
+        recommend.recommend(info, hardware, project.python_version), project, info
+    )
     findings += cuda.capability_findings(project, hardware, recommend.system_of(info), best.stack)
     if info.is_windows:
-        findings += gpus_windows.check(project, scan)
+        findings += gpus_windows.check(project, scan, best.stack)
         if not hardware:
             return findings
         aged = hardware

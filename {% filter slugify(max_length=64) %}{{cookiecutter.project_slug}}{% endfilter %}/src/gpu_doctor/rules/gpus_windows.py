@@ -1,17 +1,16 @@
 """Rules about the GPUs of a Windows machine (DXGI's list): a GPU without its driver, only the
-software adapter, an integrated GPU for DirectML, no NVIDIA GPU for CUDA, AMD's ROCm preview."""
+software adapter, an integrated GPU for DirectML, no NVIDIA GPU for CUDA, an AMD GPU's gfx
+target (``rocm_windows``)."""
 
 from __future__ import annotations
 
-import re
-from typing import Iterable
-
 from ..findings import OK, WARN, Finding
-from ..gpus import AMD, INTEGRATED, NVIDIA, Gpu, GpuScan
+from ..gpus import INTEGRATED, NVIDIA, GpuScan
 from ..nvidia import CUDA_STACKS
 from ..project import Project
 from .drivers import DRIVER_DOWNLOADS
 from .environment import stack_files
+from .rocm_windows import target_findings
 
 CODES = {
     "GPU-NO-DRIVER": "A GPU runs on Windows' basic display driver: its driver is missing.",
@@ -19,36 +18,12 @@ CODES = {
     "GPU-INTEGRATED-ONLY": "Only an integrated GPU for DirectML.",
     "GPU-INTEGRATED-AND-DISCRETE": "Integrated and discrete GPUs side by side.",
     "GPU-NO-NVIDIA": "A CUDA stack on a machine without an NVIDIA GPU.",
-    "GPU-WINDOWS-ROCM-PREVIEW": "A Radeon RX 7000/9000 on Windows: AMD's ROCm preview exists.",
 }
 
-# Radeon RX 7000 (RDNA3) and RX 9000 (RDNA4): the GPUs of AMD's ROCm preview for Windows.
-_RDNA3_4_NAME = re.compile(r"\bRX\s*[79]\d{3}\b", re.IGNORECASE)
-_RDNA3_4_IDS = {0x744C, 0x7448, 0x747E, 0x7480, 0x7550, 0x7551, 0x7590}
 
-
-def _windows_rocm_preview(gpus: Iterable[Gpu]) -> list[Finding]:
-    """A note, never a default: AMD's own ROCm packages for Windows are a preview."""
-    findings = []
-    for gpu in gpus:
-        rdna = gpu.vendor_id == AMD and gpu.kind != INTEGRATED
-        if rdna and (_RDNA3_4_NAME.search(gpu.name) or gpu.device_id in _RDNA3_4_IDS):
-            findings.append(
-                Finding(
-                    "GPU",
-                    OK,
-                    f"{gpu.name}: AMD also publishes its own ROCm builds of PyTorch for Windows "
-                    "on RDNA3/4 (one multi-arch index, the GPU chosen by an extra such as "
-                    '`torch[device-gfx1100]`), but as a preview, "not yet stable for production '
-                    "use\"; this project's Windows stack for Radeon stays directml.",
-                    code="GPU-WINDOWS-ROCM-PREVIEW",
-                )
-            )
-    return findings
-
-
-def check(project: Project, scan: GpuScan) -> list[Finding]:
-    """After the list of GPUs: missing drivers, no GPU, and which GPU the stack uses."""
+def check(project: Project, scan: GpuScan, best: str = "") -> list[Finding]:
+    """After the list of GPUs: missing drivers, no GPU, and which GPU the stack uses.
+    ``best``: the recommended stack; when it is another, the Environment line is the advice."""
     hardware = scan.hardware
     findings = []
     no_driver = [gpu for gpu in scan.software if gpu.vendor_id in DRIVER_DOWNLOADS]
@@ -64,7 +39,7 @@ def check(project: Project, scan: GpuScan) -> list[Finding]:
             )
         )
     accelerator = project.accelerator
-    findings += _windows_rocm_preview(hardware)
+    findings += target_findings(project, hardware)
     if not hardware:
         software = [gpu.name for gpu in scan.software if gpu not in no_driver]
         if software:
@@ -93,7 +68,7 @@ def check(project: Project, scan: GpuScan) -> list[Finding]:
             )
         return findings
     if accelerator == "directml":
-        if all(gpu.kind == INTEGRATED for gpu in hardware):
+        if all(gpu.kind == INTEGRATED for gpu in hardware) and best in ("", "directml"):
             names = ", ".join(gpu.name for gpu in hardware)
             findings.append(
                 Finding(

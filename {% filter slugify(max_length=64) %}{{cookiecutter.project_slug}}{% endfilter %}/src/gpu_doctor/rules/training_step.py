@@ -11,7 +11,7 @@ from ..bounded import describe_error
 from ..findings import FAIL, OK, WARN, Finding
 from ..project import Project
 from ..stepwise import FailingStep
-from . import cuda, rocm
+from . import cuda, rocm, rocm_windows
 
 CODES = {
     "SMOKE-TEST-OK": "LeNet forward and backward agree with the CPU.",
@@ -69,6 +69,7 @@ def failure(
     code = "SMOKE-TEST-ERROR" if check == SMOKE_TEST else "TRAIN-STEP-ERROR"
     seen = f"{error} {located.error if located else ''}"
     kernels = rocm.invalid_device_function(seen, recommendation, project)
+    wrong_kernels = rocm_windows.invalid_image(seen, recommendation, project)
     image = cuda.no_kernel_image(f"{seen} {torch_said}", recommendation, project, measured)
     if image:
         return Finding(check, FAIL, f"{work} failed. {image[0]}", image[1], "CUDA-NO-KERNEL-IMAGE")
@@ -86,6 +87,14 @@ def failure(
     if kernels:
         return Finding(
             check, FAIL, f"{found} {kernels[0]}", kernels[1], "ROCM-INVALID-DEVICE-FUNCTION"
+        )
+    if wrong_kernels:
+        return Finding(
+            check,
+            FAIL,
+            f"{found} {wrong_kernels[0]}",
+            wrong_kernels[1],
+            "ROCM-WINDOWS-INVALID-IMAGE",
         )
     return Finding(check, FAIL, found, fix, code=code)
 

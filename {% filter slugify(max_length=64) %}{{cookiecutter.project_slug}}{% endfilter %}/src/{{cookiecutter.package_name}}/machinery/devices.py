@@ -9,16 +9,13 @@ Backends, in the order ``--device auto`` prefers them:
 5. the CPU, always.
 
 The native backends come first because on the same card DirectML is reported 2.2-2.8x slower
-than CUDA, and torch-directml is frozen at torch 2.4.1. Among several DirectML adapters a
-discrete GPU is preferred by name: adapter 0 is often the integrated one.
+than CUDA, and torch-directml is frozen at torch 2.4.1. Device 0 is often an integrated GPU, so
+a discrete DirectML adapter wins by name, a ROCm GPU by target (``amd_windows.recommended_first``).
 
 Every way a backend can fail (not installed, ``OSError`` for a missing ``libd3d12.so``, a
 ``RuntimeError`` from ``is_available``, a device that fails a tiny smoke operation) becomes an
-``Unavailable`` entry with a one-line reason; ``discover()`` never raises. DirectML's own probe,
-which first looks in a child process, is in ``directml_probe.py``.
-
-Tests replace the probes: ``discover(probes=[...])`` takes any functions that return
-``(options, unavailable)``, and ``probe_directml`` takes a fake module loader.
+``Unavailable`` entry with a one-line reason; ``discover()`` never raises. DirectML's own probe
+is in ``directml_probe.py``; ``discover(probes=[...])`` takes any probes (tests use fakes).
 """
 
 from __future__ import annotations
@@ -28,6 +25,8 @@ import sys
 from typing import Any, Callable, Sequence
 
 import torch
+
+from gpu_doctor.amd_windows import recommended_first
 
 from .cli import DEVICE_CHOICES, DEVICE_REQUEST, clean_name
 from .directml_probe import directml_missing_reason, probe_directml
@@ -96,7 +95,8 @@ def probe_cuda() -> tuple[list[DeviceOption], list[Unavailable]]:
         return [], [Unavailable("cuda", f"{backend} failed to initialise: {one_line(error)}")]
     if count == 0:
         return [], [Unavailable("cuda", f"torch has {backend} support but sees no GPU", False)]
-    return _each_gpu("cuda", count, torch.cuda.get_device_name, {"backend": backend})
+    found = _each_gpu("cuda", count, torch.cuda.get_device_name, {"backend": backend})
+    return recommended_first(found[0], torch.cuda.get_device_properties), found[1]
 
 
 def probe_xpu() -> tuple[list[DeviceOption], list[Unavailable]]:

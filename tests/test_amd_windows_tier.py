@@ -1,0 +1,127 @@
+"""The doctor reads an AMD GPU's gfx target on Windows CPython (3.11, under Wine) through its real
+ctypes path, from a stand-in for the HIP runtime that AMD's driver installs.
+
+tools/amdhip/amdhip64.c, built here with MinGW-w64 (as the DirectML tier builds its DXCore),
+is put where the driver puts it, the prefix's System32, as amdhip64_7.dll: a laptop whose iGPU
+(gfx1036) enumerates before its discrete RX 7900 XTX (gfx1100). DXGI under Wine shows Wine's
+own adapter, so the script gives the scan the two AMD adapters DXGI would list; everything after
+(loading the DLL, hipGetDeviceCount, hipGetDevicePropertiesR0600, matching, recommending) runs
+for real. Without the DLL the doctor falls back to its PCI id table. About 20 s with the Windows
+tier's caches (TEMPLATE_TEST_CACHE) filled; the DLL builds in about a second.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import TEMPLATE_DIR
+
+sys.path.insert(0, str(TEMPLATE_DIR / "tools"))
+import apt_install  # noqa: E402
+import wine_directml  # noqa: E402
+import wine_python  # noqa: E402
+
+pytestmark = [pytest.mark.windows, pytest.mark.slow]
+
+SOURCE = TEMPLATE_DIR / "tools" / "amdhip" / "amdhip64.c"
+MINGW_GCC, MINGW_PACKAGE = wine_directml.MINGW_GCC, wine_directml.MINGW_PACKAGE
+RUN_TIMEOUT = 180
+SCRIPT = r"""
+import json
+from gpu_doctor import amd_windows, gpu_windows, recommend
+from gpu_doctor.gpus import Gpu, GpuScan
+from gpu_doctor.os_info import OsInfo
+
+GB = 2**30
+listed = [  # as DXGI lists this laptop's adapters (Wine's DXGI shows its own)
+    Gpu("AMD Radeon(TM) Graphics", 0x1002, 0x164E, GB // 2, "32.0.21013.1000", source="DXGI"),
+    Gpu("AMD Radeon RX 7900 XTX", 0x1002, 0x744C, 24 * GB, "32.0.21013.1000", source="DXGI"),
+]
+gpu_windows._scan = lambda timeout: GpuScan(listed, "DXGI")
+hip = amd_windows.read_hip()
+scan = gpu_windows.scan()
+best = recommend.recommend(OsInfo("Windows", "10", "10.0.26100", "AMD64", 26100), scan.hardware,
+                           "3.12")
+print(json.dumps({
+    "hip": [[device.name, device.target] for device in hip],
+    "gpus": [[gpu.name, gpu.gfx_target, gpu.target_source] for gpu in scan.hardware],
+    "problems": scan.problems,
+    "stack": best.stack,
+    "gpu": best.gpu.name if best.gpu else None,
+    "venv": best.commands("lab", "3.12", windows=True)["venv"],
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def hip_dll(tmp_path_factory) -> Path:
+    if shutil.which(MINGW_GCC) is None:  # the DirectML tier installs it too, for its DXCore
+        apt_install.install([MINGW_PACKAGE], size="about 250 MB", log=print)
+    dll = tmp_path_factory.mktemp("amdhip") / "amdhip64_7.dll"
+    subprocess.run(
+        [MINGW_GCC, "-shared", "-O2", "-Wall", "-o", str(dll), str(SOURCE)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return dll
+
+
+@pytest.fixture(scope="module")
+def doctor(bake_once) -> Path:
+    return bake_once().path / "src"
+
+
+def read_targets(winpy, src: Path) -> dict:
+    env = {"PYTHONPATH": wine_python.winpath(src), "PYTHONDONTWRITEBYTECODE": "1"}
+    result = winpy.run(["-c", SCRIPT], env=env, timeout=RUN_TIMEOUT, display=False)
+    assert result.returncode == 0, result.output[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def system32(winpy) -> Path:
+    return winpy.prefix / "drive_c" / "windows" / "system32"
+
+
+def test_the_doctor_reads_each_gpus_target_from_the_drivers_hip_runtime(winpy, hip_dll, doctor):
+    installed = system32(winpy) / "amdhip64_7.dll"
+    shutil.copyfile(hip_dll, installed)
+    try:
+        seen = read_targets(winpy, doctor)
+    finally:
+        installed.unlink()
+
+    assert seen["hip"] == [
+        ["AMD Radeon(TM) Graphics", "gfx1036"],
+        ["AMD Radeon RX 7900 XTX", "gfx1100"],
+    ]
+    assert seen["gpus"] == [
+        ["AMD Radeon(TM) Graphics", "gfx1036", "HIP runtime"],
+        ["AMD Radeon RX 7900 XTX", "gfx1100", "HIP runtime"],
+    ]
+    assert seen["problems"] == []
+    # The iGPU is HIP's device 0; the discrete GPU, whose target the build runs, is chosen.
+    assert (seen["stack"], seen["gpu"]) == ("rocm-windows", "AMD Radeon RX 7900 XTX")
+    assert seen["venv"][-1] == (
+        'pip install "torch[device-gfx1100]==2.14.0+rocm10.1.0" '
+        '"torchvision[device-gfx1100]==0.29.0a0+rocm10.1.0" --index-url '
+        "https://stable.repo.amd.com/rocm/whl-next/ --extra-index-url https://pypi.org/simple"
+    )
+
+
+def test_without_the_hip_runtime_the_doctor_falls_back_to_its_pci_id_table(winpy, doctor):
+    assert not (system32(winpy) / "amdhip64_7.dll").exists()
+
+    seen = read_targets(winpy, doctor)
+
+    assert seen["hip"] == []
+    assert seen["gpus"] == [
+        ["AMD Radeon(TM) Graphics", "gfx1036", "PCI id table"],
+        ["AMD Radeon RX 7900 XTX", "gfx1100", "PCI id table"],
+    ]
+    assert (seen["stack"], seen["gpu"]) == ("rocm-windows", "AMD Radeon RX 7900 XTX")

@@ -1,0 +1,242 @@
+"""AMD GPUs on Windows: the gfx target each one runs, and the pip command of its GPU kernels.
+
+Standard library only; nothing Windows-specific runs at import time. The Adrenalin driver
+installs the HIP runtime, ``C:\\Windows\\System32\\amdhip64_7.dll`` (``_6`` before), without any
+ROCm: ``hipGetDeviceCount``, then ``hipGetDevicePropertiesR0600`` gives ``gcnArchName`` (the
+way LLVM's ``offload-arch`` reads it, clang/tools/offload-arch/AMDGPUArchByHIP.cpp). Without
+that DLL a table of PCI device ids kept here names the target; else only the name is known.
+
+AMD's ROCm wheels for Windows (the rocm-windows stack) carry each GPU's kernels in an extra,
+``torch[device-gfx1100]``: one project serves a room of different GPUs, so the environment file
+installs torch without kernels and ``device_command`` gives each machine its own line.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .gpus import AMD, Gpu
+from .safe_text import clean_name
+
+STACK = "rocm-windows"
+HIP_DLLS = ("amdhip64_7.dll", "amdhip64_6.dll")
+HIP_TIMEOUT = 5.0
+# hipDeviceProp_t: R0600 is 1472 bytes with gcnArchName[256] at 1160; R0000 has it at 396.
+# The buffer is larger than either, so a newer runtime writing a longer struct stays inside.
+PROPERTY_CALLS = (("hipGetDevicePropertiesR0600", 1160), ("hipGetDevicePropertiesR0000", 396))
+PROPERTIES_SIZE = 4096
+NAME_SIZE = 256
+MAX_DEVICES = 16
+
+FROM_HIP, FROM_TABLE = "HIP runtime", "PCI id table"
+
+# PCI device id -> gfx target, for machines without the HIP runtime. Sources: the ids in
+# AMD's and Mesa's (amdgpu) tables as collected in the project's notes; incomplete, third-party.
+# 0x1114 (Krackan Point): sources disagree between gfx1151 and gfx1152; AMD's own list names the
+# Ryzen AI 7 350 (Krackan) gfx1152, so this table does.
+PCI_TARGETS = {
+    0x744C: "gfx1100",  # RX 7900 XT/XTX/GRE
+    0x7448: "gfx1100",  # Radeon Pro W7900
+    0x747E: "gfx1101",  # RX 7800 XT, RX 7700 XT
+    0x7480: "gfx1102",  # RX 7600, RX 7600 XT
+    0x15BF: "gfx1103",  # Radeon 780M/760M (Phoenix)
+    0x15C8: "gfx1103",  # Radeon 740M (Phoenix 2)
+    0x150E: "gfx1150",  # Radeon 890M/880M (Strix Point)
+    0x1586: "gfx1151",  # Radeon 8060S/8050S (Strix Halo)
+    0x1114: "gfx1152",  # Radeon 860M/840M (Krackan Point); see above
+    0x7590: "gfx1200",  # RX 9060 XT
+    0x7550: "gfx1201",  # RX 9070 XT, RX 9070
+    0x73DF: "gfx1031",  # RX 6700 XT, RX 6750 XT
+    0x73BF: "gfx1030",  # RX 6800/6900 XT
+    0x73FF: "gfx1032",  # RX 6600/6650 XT
+    0x164E: "gfx1036",  # Radeon Graphics of Ryzen 7000 desktop (Raphael)
+    0x1681: "gfx1035",  # Radeon 680M/660M (Rembrandt)
+    0x67DF: "gfx803",  # RX 470/480/570/580 (Polaris)
+    0x15D8: "gfx902",  # Vega 8/11 of Ryzen 3000 (Picasso; Raven2 shares the id and is gfx909)
+    0x15DD: "gfx902",  # Radeon Vega 8/11 of Ryzen 2000 mobile (Raven Ridge)
+    0x1636: "gfx90c",  # Radeon Vega of Ryzen 4000/5000 mobile (Renoir, Lucienne)
+    0x1638: "gfx90c",  # Radeon Vega of Ryzen 5000 (Cezanne)
+}
+
+
+@dataclass(frozen=True)
+class HipDevice:
+    """One device as the HIP runtime lists it."""
+
+    name: str
+    target: str  # "gfx1100", feature suffixes (":xnack-") stripped
+
+
+def system32() -> Path:
+    return Path(os.environ.get("SYSTEMROOT", r"C:\Windows")) / "System32"
+
+
+def strip_features(arch: str) -> str:
+    """'gfx1100:sramecc-:xnack-' -> 'gfx1100' (the pip extra names the bare target)."""
+    return arch.split(":", 1)[0].strip()
+
+
+def _c_string(buffer: ctypes.Array, offset: int) -> str:
+    raw = bytes(buffer[offset : offset + NAME_SIZE]).split(b"\0", 1)[0]
+    return clean_name(raw.decode("utf-8", errors="replace"))
+
+
+def read_hip(folder: Path | None = None) -> list[HipDevice]:
+    """Every device of the driver's HIP runtime in ``folder`` (System32); [] without one (off
+    Windows, or no AMD driver). Raises OSError when the DLL is there and fails."""
+    if sys.platform != "win32":
+        return []
+    folder = system32() if folder is None else folder
+    paths = [folder / name for name in HIP_DLLS if (folder / name).is_file()]
+    if not paths:
+        return []
+    hip = ctypes.CDLL(str(paths[0]))
+    count = ctypes.c_int(0)
+    hip.hipGetDeviceCount.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    hip.hipGetDeviceCount.restype = ctypes.c_int
+    status = hip.hipGetDeviceCount(ctypes.byref(count))
+    if status != 0:
+        raise OSError(f"{paths[0].name}: hipGetDeviceCount returned {status}")
+    devices = []
+    for index in range(min(count.value, MAX_DEVICES)):
+        devices.append(_device(hip, index, paths[0].name))
+    return devices
+
+
+def _device(hip: ctypes.CDLL, index: int, dll: str) -> HipDevice:
+    for function, offset in PROPERTY_CALLS:
+        call = getattr(hip, function, None)
+        if call is None:
+            continue
+        properties = (ctypes.c_ubyte * PROPERTIES_SIZE)()
+        call.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        call.restype = ctypes.c_int
+        status = call(ctypes.cast(properties, ctypes.c_void_p), index)
+        if status != 0:
+            raise OSError(f"{dll}: {function}(device {index}) returned {status}")
+        return HipDevice(_c_string(properties, 0), strip_features(_c_string(properties, offset)))
+    raise OSError(f"{dll} has no hipGetDeviceProperties")
+
+
+def with_targets(gpus: list[Gpu], hip: Iterable[HipDevice] | None) -> list[Gpu]:
+    """AMD GPUs get their gfx target: the HIP runtime's (matched by name; the devices left over
+    by order, when as many are left on both sides), else the PCI id table's; ``target_source``
+    says which."""
+    hip = [device for device in hip or () if device.target.startswith("gfx")]
+    amd = [gpu for gpu in gpus if gpu.vendor_id == AMD and not gpu.gfx_target]
+    by_name = {device.name.lower(): device for device in hip}
+    named = {id(gpu): by_name[gpu.name.lower()] for gpu in amd if gpu.name.lower() in by_name}
+    left_hip = [device for device in hip if device not in named.values()]
+    left_gpus = [gpu for gpu in amd if id(gpu) not in named]
+    if len(left_hip) == len(left_gpus):
+        named.update((id(gpu), device) for gpu, device in zip(left_gpus, left_hip))
+    result = []
+    for gpu in gpus:
+        if gpu.vendor_id != AMD or gpu.gfx_target:
+            result.append(gpu)
+            continue
+        device = named.get(id(gpu))
+        if device is not None:
+            gpu = replace(gpu, gfx_target=device.target, target_source=FROM_HIP)
+        elif gpu.device_id in PCI_TARGETS:
+            gpu = replace(gpu, gfx_target=PCI_TARGETS[gpu.device_id], target_source=FROM_TABLE)
+        result.append(gpu)
+    return result
+
+
+def scan_targets(
+    gpus: list[Gpu], read: Callable[[], list[HipDevice]] = read_hip
+) -> tuple[list[Gpu], str]:
+    """(the GPUs with their targets, what went wrong reading HIP or ''). Only asks HIP when an
+    AMD GPU is there; a missing DLL is no problem (the table answers), a failing one is named."""
+    if not any(gpu.vendor_id == AMD for gpu in gpus):
+        return gpus, ""
+    from .bounded import call_with_timeout
+
+    devices, problem = call_with_timeout(read, HIP_TIMEOUT)
+    return with_targets(gpus, devices), problem and f"HIP runtime: {problem}"
+
+
+@functools.lru_cache(maxsize=1)
+def _stack() -> dict:
+    try:
+        from .project import load_project
+
+        return dict(load_project().stacks.get(STACK, {}))
+    except Exception:  # no readable project.json: no target is known to be supported
+        return {}
+
+
+def stack_of(stacks: dict | None = None) -> dict:
+    return (stacks or {}).get(STACK) or _stack()
+
+
+def supported(target: str, stacks: dict | None = None) -> bool:
+    return bool(target) and target in stack_of(stacks).get("gfx_targets", ())
+
+
+def device_packages(target: str, stacks: dict | None = None) -> list[str]:
+    """['torch[device-gfx1151]==2.14.0+rocm10.1.0', 'torchvision[device-gfx1151]==...']."""
+    stack = stack_of(stacks)
+    extra = stack.get("device_extra", "device-{gfx}").format(gfx=target)
+    tag = stack.get("local_version", "")
+    pins = stack.get("pins", {})
+    return [
+        f"{name}[{extra}]=={pins[name]}{tag}" for name in ("torch", "torchvision") if name in pins
+    ]
+
+
+def device_command(target: str, stacks: dict | None = None) -> str:
+    """The one pip command that adds this GPU's kernels to the rocm-windows environment."""
+    stack = stack_of(stacks)
+    quoted = " ".join(f'"{package}"' for package in device_packages(target, stacks))
+    index = stack.get("index_url", "")
+    where = f" --index-url {index} --extra-index-url https://pypi.org/simple" if index else ""
+    return f"pip install {quoted}{where}"
+
+
+def recommended_first(options: list[Any], properties: Callable[[int], Any]) -> list[Any]:
+    """torch's GPUs with the one the doctor would recommend first: on ROCm an integrated GPU can
+    be ``cuda:0`` before the discrete one (ROCm/TheRock #5543), so the order is a gfx target the
+    pinned build runs, then a discrete GPU, then torch's index, never the index alone.
+    ``options``: the project's DeviceOptions; ``properties``: torch.cuda.get_device_properties,
+    whose ``gcnArchName`` (ROCm builds only) and ``is_integrated`` decide."""
+
+    def rank(position: int) -> tuple[int, int, int]:
+        try:
+            found = properties(options[position].index)
+            target = strip_features(str(getattr(found, "gcnArchName", "") or ""))
+            integrated = bool(getattr(found, "is_integrated", False))
+        except Exception:  # a device whose properties fail keeps its place, after the rest
+            return (1, 1, position)
+        return (not supported(target), integrated, position)
+
+    if len(options) < 2:
+        return options
+    return [options[position] for position in sorted(range(len(options)), key=rank)]
+
+
+def distribution_names() -> list[str]:
+    """The names of the distributions installed in this Python (package metadata)."""
+    from importlib import metadata
+
+    names = []
+    for distribution in metadata.distributions():
+        try:
+            names.append(distribution.metadata["Name"] or "")
+        except Exception:  # damaged metadata of one package: the others still count
+            continue
+    return names
+
+
+def installed_targets(distributions: Iterable[str]) -> list[str]:
+    """The gfx targets whose device packages are installed ('amd-torch-device-gfx1100')."""
+    prefix = "amd-torch-device-"
+    names = {name.lower().replace("_", "-") for name in distributions}
+    return sorted(name[len(prefix) :] for name in names if name.startswith(prefix))
