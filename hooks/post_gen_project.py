@@ -16,8 +16,9 @@ from pathlib import Path
 
 # One table: (question, answer) -> paths that answer removes from the generated project.
 OPTIONAL_PATHS = {
-    ("env_manager", "conda"): ["requirements.txt"],
-    ("env_manager", "venv"): ["environment.yml"],
+    ("env_manager", "conda"): ["requirements.txt", ".python-version"],
+    ("env_manager", "venv"): ["environment.yml", ".python-version"],
+    ("env_manager", "uv"): ["environment.yml", "requirements.txt"],
     ("ide", "pycharm"): [".vscode"],
     ("ide", "vscode"): [".run"],
     ("ide", "none"): [".run", ".vscode"],
@@ -162,7 +163,16 @@ CONDA_NOT_FOUND = [
 
 
 def default_file(answers: dict) -> str:
-    return "environment.yml" if answers["env_manager"] == "conda" else "requirements.txt"
+    return {"conda": "environment.yml", "uv": "pyproject.toml"}.get(
+        answers["env_manager"], "requirements.txt"
+    )
+
+
+UV_NOT_FOUND = [
+    "If the terminal does not know `uv`: install it once (docs.astral.sh/uv: on Windows",
+    "`winget install astral-sh.uv`, elsewhere `curl -LsSf https://astral.sh/uv/install.sh | sh`)",
+    "and open a new terminal. `uv sync` makes .venv, with the Python in .python-version.",
+]
 
 
 def environment_steps(answers: dict, project_dir: Path, best=None) -> list:
@@ -171,6 +181,9 @@ def environment_steps(answers: dict, project_dir: Path, best=None) -> list:
     slug = answers["project_slug"]
     cd = f"  cd {quoted(project_dir)}"
     conda = answers["env_manager"] == "conda"
+    if answers["env_manager"] == "uv":
+        commands = best["commands"]["uv"] if best is not None else ["uv sync"]
+        return [cd, *(f"  {command}" for command in commands), *UV_NOT_FOUND]
     if best is not None:
         commands = best["commands"]["conda" if conda else "venv"]
         return [cd, *(f"  {command}" for command in commands), *(CONDA_NOT_FOUND if conda else [])]

@@ -278,7 +278,7 @@ class Recommendation:
         return f".venv-{self.stack}"
 
     def commands(self, project_slug: str, python: str, windows: bool) -> dict[str, list[str]]:
-        """The exact commands, run in the project folder, for conda and for venv."""
+        """The exact commands, run in the project folder, for conda, venv and uv."""
         if windows:
             venv = [
                 f"py -{python} -m venv {self.venv_dir()}",
@@ -295,7 +295,16 @@ class Recommendation:
             f"conda env create -f {self.conda_file}",
             f"conda activate {self.env_name(project_slug)}",
         ]
-        return {"conda": conda, "venv": venv}
+        return {"conda": conda, "venv": venv, "uv": self.uv_commands(python, windows)}
+
+    def uv_sync(self, python: str) -> str:
+        """The one command that makes the project's .venv this stack's (a uv project): its
+        dependency group instead of the default one, with a Python the stack supports."""
+        return f"uv sync --python {python} --no-default-groups --group dev --group {self.stack}"
+
+    def uv_commands(self, python: str, windows: bool) -> list[str]:
+        activate = ".venv\\Scripts\\activate" if windows else "source .venv/bin/activate"
+        return [self.uv_sync(python), activate]
 
     def gpu_text(self) -> str:
         if self.gpu is None:
