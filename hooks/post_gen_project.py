@@ -182,8 +182,13 @@ def environment_steps(answers: dict, project_dir: Path, best=None) -> list:
     cd = f"  cd {quoted(project_dir)}"
     conda = answers["env_manager"] == "conda"
     if answers["env_manager"] == "uv":
-        commands = best["commands"]["uv"] if best is not None else ["uv sync"]
-        return [cd, *(f"  {command}" for command in commands), *UV_NOT_FOUND]
+        if best is not None:
+            return [cd, *(f"  {command}" for command in best["commands"]["uv"]), *UV_NOT_FOUND]
+        return [
+            "On Windows:", cd, "  uv sync", "  .venv\\Scripts\\activate",
+            "On Linux and macOS:", cd, "  uv sync", "  source .venv/bin/activate",
+            *UV_NOT_FOUND,
+        ]  # fmt: skip
     if best is not None:
         commands = best["commands"]["conda" if conda else "venv"]
         return [cd, *(f"  {command}" for command in commands), *(CONDA_NOT_FOUND if conda else [])]
@@ -221,6 +226,8 @@ def editor_steps(answers: dict, best) -> list:
     """How to get the interpreter and run the configurations in the chosen editors."""
     steps = []
     conda = answers["env_manager"] == "conda"
+    if answers["env_manager"] == "uv":
+        return uv_editor_steps(answers, best)
     if best is None:
         interpreter = f"accept the interpreter it offers from {default_file(answers)} (or add one)"
         vscode_interpreter = "select the environment's interpreter"
@@ -243,6 +250,36 @@ def editor_steps(answers: dict, best) -> list:
     if answers["ide"] in ("vscode", "both"):
         steps.append(
             f"In VS Code: open the folder, {vscode_interpreter} as its interpreter, then run "
+            "'1. Verify install' from Run and Debug."
+        )
+    return steps
+
+
+def uv_editor_steps(answers: dict, best) -> list:
+    """The editors with a uv project: both use the project's .venv that `uv sync` makes."""
+    default = answers["accelerator"]
+    if best is None:
+        pycharm = (
+            "let it set up the uv environment it offers (it runs `uv sync`), or select .venv: "
+            "Settings > Python Interpreter > Add Interpreter > Add Local Interpreter > uv > "
+            "Select existing"
+        )
+    else:
+        pycharm = (
+            f"run the commands above in its Terminal, then select .venv: Settings > Python "
+            f"Interpreter > Add Interpreter > Add Local Interpreter > uv > Select existing (its "
+            f'own `uv sync` installs the default group, {default}: name "{best["stack"]}" in '
+            "pyproject.toml's default-groups to keep it)"
+        )
+    steps = []
+    if answers["ide"] in ("pycharm", "both"):
+        steps.append(
+            f"In PyCharm: File > Open the folder, {pycharm}, then run '1. Verify install' and "
+            "the numbered steps after it from the run configurations at the top right."
+        )
+    if answers["ide"] in ("vscode", "both"):
+        steps.append(
+            "In VS Code: open the folder after `uv sync`, select .venv's interpreter, then run "
             "'1. Verify install' from Run and Debug."
         )
     return steps
