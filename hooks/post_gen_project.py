@@ -163,7 +163,7 @@ CONDA_NOT_FOUND = [
 
 
 def default_file(answers: dict) -> str:
-    return {"conda": "environment.yml", "uv": "pyproject.toml"}.get(
+    return {"conda": "environment.yml", "uv": "pyproject.toml's default group"}.get(
         answers["env_manager"], "requirements.txt"
     )
 

@@ -62,7 +62,13 @@ ANSWERS_FILE = "lenet-template-answers.json"
 # Every path post_gen_project.OPTIONAL_PATHS may remove (tests/test_hooks.py keeps them equal),
 # and the folder where this hook sets aside the ones that exist before cookiecutter writes.
 PRUNABLE_PATHS = (
-    ".github", ".run", ".vscode", "LICENSE", "environment.yml", "requirements.txt", ".python-version"
+    ".github",
+    ".run",
+    ".vscode",
+    "LICENSE",
+    "environment.yml",
+    "requirements.txt",
+    ".python-version",
 )
 KEPT_FOLDER = ".lenet-template-kept"
 

@@ -24,9 +24,9 @@ import http.server
 import re
 import threading
 import zipfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 from urllib.parse import quote
 
 

@@ -84,12 +84,16 @@ def test_stdlib_names_are_reserved_on_the_running_python(pre_gen, monkeypatch):
 @pytest.mark.parametrize(
     "overrides,removed",
     [
-        ({}, {"requirements.txt", ".vscode"}),
-        ({"env_manager": "venv"}, {"environment.yml", ".vscode"}),
-        ({"ide": "vscode"}, {"requirements.txt", ".run"}),
-        ({"ide": "both"}, {"requirements.txt"}),
-        ({"ide": "none", "license": "none"}, {"requirements.txt", ".run", ".vscode", "LICENSE"}),
-        ({"github_actions": False}, {"requirements.txt", ".vscode", ".github"}),
+        ({}, {"requirements.txt", ".python-version", ".vscode"}),
+        ({"env_manager": "venv"}, {"environment.yml", ".python-version", ".vscode"}),
+        ({"env_manager": "uv"}, {"environment.yml", "requirements.txt", ".vscode"}),
+        ({"ide": "vscode"}, {"requirements.txt", ".python-version", ".run"}),
+        ({"ide": "both"}, {"requirements.txt", ".python-version"}),
+        (
+            {"ide": "none", "license": "none"},
+            {"requirements.txt", ".python-version", ".run", ".vscode", "LICENSE"},
+        ),
+        ({"github_actions": False}, {"requirements.txt", ".python-version", ".vscode", ".github"}),
     ],
 )
 def test_one_table_decides_which_paths_an_answer_removes(post_gen, overrides, removed):

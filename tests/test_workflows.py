@@ -70,7 +70,9 @@ def test_generated_workflow_tests_on_windows_and_linux_with_pip_caching(bake_onc
         assert setup["with"]["cache"] == "pip"
         assert "python -m pip install -r requirements.txt" in runs
     elif env_manager == "uv":
-        setup = next(s for s in tests["steps"] if s.get("uses", "").startswith("astral-sh/setup-uv"))
+        setup = next(
+            s for s in tests["steps"] if s.get("uses", "").startswith("astral-sh/setup-uv")
+        )
         assert setup["with"]["enable-cache"] is True
         assert "uv sync" in runs  # the default group, as the editors sync it
         assert not any("pip install" in run for run in runs)

@@ -38,7 +38,7 @@ def _own_python(project: Project) -> str:
     if project.env_manager == "venv":
         return f"{venv}."
     if project.env_manager == "uv":
-        return f"`uv sync` makes .venv with Python {version} (.python-version), downloading it if needed."
+        return f"`uv sync` makes .venv with Python {version} (uv downloads it if needed)."
     return f"{conda} (conda); {venv} (venv)."
 
 
