@@ -11,6 +11,7 @@ TEMPLATE_TEST_CACHE/uv: cold about 2 minutes, warm under one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -114,16 +116,15 @@ def run_uv(project: Path, *args: str, env: dict | None = None, timeout: float = 
     )
 
 
-@pytest.fixture(scope="module")
-def served(uv_project, tmp_path_factory):
-    """(project copy, {stack: its stand-in index URL}) while the stand-in indexes are served."""
-    if UV is None:
-        pytest.fail("uv is not installed: pip install -r requirements-dev.txt")
-    root = tmp_path_factory.mktemp("standin-indexes")
+@contextlib.contextmanager
+def standin_copy(source: Path, tmp: Path) -> Iterator[tuple[Path, dict]]:
+    """A copy of the uv project ``source`` in ``tmp`` whose PyTorch indexes are stand-ins,
+    served while the block runs: yields (the copy, {stack: its index URL})."""
+    root = tmp / "standin-indexes"
     for name, stack in indexed_stacks().items():
         write_index(root / name, standins(name, stack))
-    project = tmp_path_factory.mktemp("uv-project") / uv_project.path.name
-    shutil.copytree(uv_project.path, project)
+    project = tmp / source.name
+    shutil.copytree(source, project)
     with serve(root) as url:
         text = (project / "pyproject.toml").read_text(encoding="utf-8")
         urls = {}
@@ -131,6 +132,15 @@ def served(uv_project, tmp_path_factory):
             urls[name] = f"{url}{name}/"
             text = text.replace(f'url = "{stack["index_url"]}"', f'url = "{urls[name]}"')
         (project / "pyproject.toml").write_text(text, encoding="utf-8")
+        yield project, urls
+
+
+@pytest.fixture(scope="module")
+def served(uv_project, tmp_path_factory):
+    """(project copy, {stack: its stand-in index URL}), locked, while the indexes are served."""
+    if UV is None:
+        pytest.fail("uv is not installed: pip install -r requirements-dev.txt")
+    with standin_copy(uv_project.path, tmp_path_factory.mktemp("uv")) as (project, urls):
         locked = run_uv(project, "lock")
         assert locked.returncode == 0, locked.stderr[-4000:]
         yield project, urls
