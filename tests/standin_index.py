@@ -34,13 +34,15 @@ from urllib.parse import quote
 class Standin:
     """One wheel: ``name`` and ``version`` as the real one ("torch", "2.14.1+cu130");
     ``tag``: its wheel tag (python-abi-platform); ``requires``: Requires-Dist lines;
-    ``module``: the import name (the name with dashes as underscores by default)."""
+    ``module``: the import name (the name with dashes as underscores by default); ``extras``:
+    the pip extras it declares (``torch[device-gfx1151]`` resolves against it)."""
 
     name: str
     version: str
     tag: str = "py3-none-any"
     requires: tuple[str, ...] = ()
     module: str | None = None
+    extras: tuple[str, ...] = ()  # Provides-Extra names ("device-gfx1151"), each empty
 
     @property
     def normalized(self) -> str:
@@ -70,6 +72,7 @@ def build_wheel(folder: Path, wheel: Standin) -> Path:
             f"Version: {wheel.version}\n",
             "Summary: A stand-in for tests: the name and version of the real package, no code\n",
             *(f"Requires-Dist: {line}\n" for line in wheel.requires),
+            *(f"Provides-Extra: {extra}\n" for extra in wheel.extras),
         ]
     )
     files = {

@@ -87,14 +87,43 @@ def test_only_a_uv_project_has_a_python_version_file(bake_once, env_manager):
     assert ".python-version" not in bake_once(env_manager=env_manager).files()
 
 
+def test_a_stack_with_a_pip_extra_per_gpu_gets_a_group_per_gpu(bake_once):
+    """A stack whose torch takes the GPU's extra (AMD's torch[device-gfx1151]) gets one group
+    per GPU target beside its plain one, all from its index and all in the one conflict set."""
+    stack = {
+        **STACKS["rocm"],
+        "index_url": "https://example.invalid/gpu-extras/",
+        "device_extra": "device-{gfx}",
+        "gfx_targets": ["gfx1151", "gfx1201"],
+    }
+    baked = bake_once(env_manager="uv", _stacks={"gpu-extras": stack})
+    pyproject = baked.toml("pyproject.toml")
+    groups = pyproject["dependency-groups"]
+
+    pins, tag = stack["pins"], stack["local_version"]
+    assert f"torch[device-gfx1151]=={pins['torch']}{tag}" in groups["gpu-extras-gfx1151"]
+    assert f"torch[device-gfx1201]=={pins['torch']}{tag}" in groups["gpu-extras-gfx1201"]
+    assert f"torch=={pins['torch']}{tag}" in groups["gpu-extras"]
+    conflicts = pyproject["tool"]["uv"]["conflicts"][0]
+    sources = pyproject["tool"]["uv"]["sources"]["torch"]
+    for group in ("gpu-extras", "gpu-extras-gfx1151", "gpu-extras-gfx1201"):
+        assert {"group": group} in conflicts
+        assert {"index": "pytorch-gpu-extras", "group": group} in sources
+
+
 # -- uv itself, on a copy whose PyTorch indexes are stand-ins ----------------------------------
 
 
 def standins(name: str, stack: dict) -> list[Standin]:
     tag = stack["local_version"]
     torch = stack["pins"]["torch"]
+    extras = (
+        tuple(stack["device_extra"].replace("{gfx}", gfx) for gfx in stack.get("gfx_targets", []))
+        if stack.get("device_extra")
+        else ()
+    )
     wheels = [
-        Standin("torch", torch + tag),
+        Standin("torch", torch + tag, extras=extras),
         Standin("torchvision", stack["pins"]["torchvision"] + tag, requires=(f"torch=={torch}",)),
     ]
     return wheels + [Standin(package, "3.5.0") for package in stack.get("uv_index_packages", {})]
@@ -315,3 +344,21 @@ def test_the_doctors_command_switches_the_venv_to_a_stack_from_its_own_index(ser
         [str(python), "-c", "import torch; print(torch.STANDIN)"], capture_output=True, text=True
     )
     assert standin.stdout.strip() == "True"  # the stand-in index's, never PyPI's torch
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_a_cuda_project_on_python_3_13_syncs_cuda_torch_and_leaves_directml_out(
+    bake_once, tmp_path
+):
+    """A plain `uv sync` of a cuda project installs its own group's torch, from its own index,
+    on a Python (3.13) that the directml group's range (at most 3.12) leaves out."""
+    baked = bake_once(env_manager="uv", accelerator="cuda", python_version="3.13")
+    with standin_copy(baked.path, tmp_path) as (project, _):
+        result = run_uv(project, "sync")
+        assert result.returncode == 0, result.stderr[-4000:]
+    python = project / ".venv" / ("Scripts" if os.name == "nt" else "bin") / "python"
+    versions = package_versions(python, "torch", "torch-directml")
+
+    assert versions == {"torch": "2.14.1+cu130", "torch-directml": None}
+    assert "version_info = 3.13" in (project / ".venv" / "pyvenv.cfg").read_text("utf-8")
