@@ -36,7 +36,8 @@ QUICK_MARKERS = "not dml_stack and not windows and not directml and not browser 
 QUICK_SKIPS = (
     "the Windows tier (tests/test_windows_tier.py), the DirectML tier "
     "(tests/test_directml_tier.py), the exact DirectML stack (tests/test_dml_stack.py), uv's "
-    "installs (tests/test_uv.py) and the browser test of the draw page (tests/test_draw_page.py)"
+    "installs (the slow tests of tests/test_uv.py, and tests/test_windows_uv.py) and the "
+    "browser test of the draw page (tests/test_draw_page.py)"
 )
 
 
