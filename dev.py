@@ -32,10 +32,11 @@ DEMO_DIR = ROOT / "build" / "demo"
 # What quick leaves out (pytest.ini's markers): the Windows tier and the DirectML tier, which
 # install wine with apt and cache about 2.5 GB, the exact DirectML stack (about 3 GB) and the
 # draw page's browser test, which installs Chromium with apt.
-QUICK_MARKERS = "not dml_stack and not windows and not directml and not browser"
+QUICK_MARKERS = "not dml_stack and not windows and not directml and not browser and not uv"
 QUICK_SKIPS = (
     "the Windows tier (tests/test_windows_tier.py), the DirectML tier "
-    "(tests/test_directml_tier.py), the exact DirectML stack (tests/test_dml_stack.py) and the "
+    "(tests/test_directml_tier.py), the exact DirectML stack (tests/test_dml_stack.py), uv's "
+    "installs (the slow tests of tests/test_uv.py, and tests/test_windows_uv.py) and the "
     "browser test of the draw page (tests/test_draw_page.py)"
 )
 

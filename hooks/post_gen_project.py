@@ -16,8 +16,9 @@ from pathlib import Path
 
 # One table: (question, answer) -> paths that answer removes from the generated project.
 OPTIONAL_PATHS = {
-    ("env_manager", "conda"): ["requirements.txt"],
-    ("env_manager", "venv"): ["environment.yml"],
+    ("env_manager", "conda"): ["requirements.txt", ".python-version"],
+    ("env_manager", "venv"): ["environment.yml", ".python-version"],
+    ("env_manager", "uv"): ["environment.yml", "requirements.txt"],
     ("ide", "pycharm"): [".vscode"],
     ("ide", "vscode"): [".run"],
     ("ide", "none"): [".run", ".vscode"],
@@ -162,7 +163,16 @@ CONDA_NOT_FOUND = [
 
 
 def default_file(answers: dict) -> str:
-    return "environment.yml" if answers["env_manager"] == "conda" else "requirements.txt"
+    return {"conda": "environment.yml", "uv": "pyproject.toml's default group"}.get(
+        answers["env_manager"], "requirements.txt"
+    )
+
+
+UV_NOT_FOUND = [
+    "If the terminal does not know `uv`: install it once (docs.astral.sh/uv: on Windows",
+    "`winget install astral-sh.uv`, elsewhere `curl -LsSf https://astral.sh/uv/install.sh | sh`)",
+    "and open a new terminal. `uv sync` makes .venv, with the Python in .python-version.",
+]
 
 
 def environment_steps(answers: dict, project_dir: Path, best=None) -> list:
@@ -171,6 +181,14 @@ def environment_steps(answers: dict, project_dir: Path, best=None) -> list:
     slug = answers["project_slug"]
     cd = f"  cd {quoted(project_dir)}"
     conda = answers["env_manager"] == "conda"
+    if answers["env_manager"] == "uv":
+        if best is not None:
+            return [cd, *(f"  {command}" for command in best["commands"]["uv"]), *UV_NOT_FOUND]
+        return [
+            "On Windows:", cd, "  uv sync", "  .venv\\Scripts\\activate",
+            "On Linux and macOS:", cd, "  uv sync", "  source .venv/bin/activate",
+            *UV_NOT_FOUND,
+        ]  # fmt: skip
     if best is not None:
         commands = best["commands"]["conda" if conda else "venv"]
         return [cd, *(f"  {command}" for command in commands), *(CONDA_NOT_FOUND if conda else [])]
@@ -208,6 +226,8 @@ def editor_steps(answers: dict, best) -> list:
     """How to get the interpreter and run the configurations in the chosen editors."""
     steps = []
     conda = answers["env_manager"] == "conda"
+    if answers["env_manager"] == "uv":
+        return uv_editor_steps(answers, best)
     if best is None:
         interpreter = f"accept the interpreter it offers from {default_file(answers)} (or add one)"
         vscode_interpreter = "select the environment's interpreter"
@@ -248,6 +268,36 @@ def device_steps(answers: dict, best) -> list:
         return []
     return ["Then add this GPU's kernels to the activated environment (about 1 GB):",
             *(f"  {command}" for command in device)]  # fmt: skip
+
+
+def uv_editor_steps(answers: dict, best) -> list:
+    """The editors with a uv project: both use the project's .venv that `uv sync` makes."""
+    default = answers["accelerator"]
+    if best is None:
+        pycharm = (
+            "let it set up the uv environment it offers (it runs `uv sync`), or select .venv: "
+            "Settings > Python Interpreter > Add Interpreter > Add Local Interpreter > uv > "
+            "Select existing"
+        )
+    else:
+        pycharm = (
+            f"run the commands above in its Terminal, then select .venv: Settings > Python "
+            f"Interpreter > Add Interpreter > Add Local Interpreter > uv > Select existing (its "
+            f'own `uv sync` installs the default group, {default}: name "{best["stack"]}" in '
+            "pyproject.toml's default-groups to keep it)"
+        )
+    steps = []
+    if answers["ide"] in ("pycharm", "both"):
+        steps.append(
+            f"In PyCharm: File > Open the folder, {pycharm}, then run '1. Verify install' and "
+            "the numbered steps after it from the run configurations at the top right."
+        )
+    if answers["ide"] in ("vscode", "both"):
+        steps.append(
+            "In VS Code: open the folder after `uv sync`, select .venv's interpreter, then run "
+            "'1. Verify install' from Run and Debug."
+        )
+    return steps
 
 
 def next_steps(answers: dict, project_dir: Path, best=None) -> str:

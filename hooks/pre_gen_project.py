@@ -61,7 +61,15 @@ DERIVED_FROM = {"project_slug": "project_name", "package_name": "project_slug"}
 ANSWERS_FILE = "lenet-template-answers.json"
 # Every path post_gen_project.OPTIONAL_PATHS may remove (tests/test_hooks.py keeps them equal),
 # and the folder where this hook sets aside the ones that exist before cookiecutter writes.
-PRUNABLE_PATHS = (".github", ".run", ".vscode", "LICENSE", "environment.yml", "requirements.txt")
+PRUNABLE_PATHS = (
+    ".github",
+    ".run",
+    ".vscode",
+    "LICENSE",
+    "environment.yml",
+    "requirements.txt",
+    ".python-version",
+)
 KEPT_FOLDER = ".lenet-template-kept"
 
 # Python < 3.10 has no sys.stdlib_module_names: the names most likely to be chosen by accident.

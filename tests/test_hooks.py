@@ -84,12 +84,16 @@ def test_stdlib_names_are_reserved_on_the_running_python(pre_gen, monkeypatch):
 @pytest.mark.parametrize(
     "overrides,removed",
     [
-        ({}, {"requirements.txt", ".vscode"}),
-        ({"env_manager": "venv"}, {"environment.yml", ".vscode"}),
-        ({"ide": "vscode"}, {"requirements.txt", ".run"}),
-        ({"ide": "both"}, {"requirements.txt"}),
-        ({"ide": "none", "license": "none"}, {"requirements.txt", ".run", ".vscode", "LICENSE"}),
-        ({"github_actions": False}, {"requirements.txt", ".vscode", ".github"}),
+        ({}, {"requirements.txt", ".python-version", ".vscode"}),
+        ({"env_manager": "venv"}, {"environment.yml", ".python-version", ".vscode"}),
+        ({"env_manager": "uv"}, {"environment.yml", "requirements.txt", ".vscode"}),
+        ({"ide": "vscode"}, {"requirements.txt", ".python-version", ".run"}),
+        ({"ide": "both"}, {"requirements.txt", ".python-version"}),
+        (
+            {"ide": "none", "license": "none"},
+            {"requirements.txt", ".python-version", ".run", ".vscode", "LICENSE"},
+        ),
+        ({"github_actions": False}, {"requirements.txt", ".python-version", ".vscode", ".github"}),
     ],
 )
 def test_one_table_decides_which_paths_an_answer_removes(post_gen, overrides, removed):
@@ -146,6 +150,33 @@ def test_next_steps_match_the_environment_manager_and_ide(post_gen, tmp_path):
     assert "pip install -r requirements.txt" in venv
     assert "VS Code" in venv and "PyCharm" not in venv
     assert "python -m lenet_on_directml.verify_install" in venv
+
+
+def test_next_steps_of_a_uv_project_sync_and_activate_the_venv(post_gen, tmp_path):
+    steps = post_gen.next_steps(answers(env_manager="uv", ide="both"), tmp_path).splitlines()
+
+    assert steps.count("  uv sync") == 2  # Windows, then Linux and macOS
+    assert "  .venv\\Scripts\\activate" in steps and "  source .venv/bin/activate" in steps
+    assert not any("pip install" in line or "conda" in line for line in steps)
+    pycharm = next(line for line in steps if line.startswith("In PyCharm"))
+    assert "uv sync" in pycharm and "uv > Select existing" in pycharm
+
+
+def test_a_uv_projects_steps_for_another_stack_are_the_doctors_one_command(post_gen, tmp_path):
+    best = {
+        "stack": "cpu",
+        "commands": {
+            "conda": ["conda env create -f environments/cpu.yml"],
+            "venv": ["python3.11 -m venv .venv-cpu"],
+            "uv": ["uv sync --python 3.11 --no-default-groups --group dev --group cpu",
+                   "source .venv/bin/activate"],
+        },
+    }  # fmt: skip
+    steps = post_gen.next_steps(answers(env_manager="uv"), tmp_path, best)
+
+    assert "\n  uv sync --python 3.11 --no-default-groups --group dev --group cpu\n" in steps
+    assert "conda" not in steps and ".venv-cpu" not in steps
+    assert 'name "cpu" in pyproject.toml\'s default-groups' in steps
 
 
 def test_next_steps_name_the_full_path_of_the_project(post_gen, tmp_path):

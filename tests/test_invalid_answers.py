@@ -192,7 +192,7 @@ def test_an_answer_outside_a_choice_is_refused(bake, question, answer):
 HAND_EDITED = {
     "accelerator": ("tpu", "directml, cuda, cuda-legacy, xpu, rocm, rocm-windows or cpu"),
     "ide": ("emacs", "pycharm, vscode, both or none"),
-    "env_manager": ("pipenv", "conda or venv"),
+    "env_manager": ("pipenv", "conda, venv or uv"),
     "license": ("GPL", "MIT, BSD-3-Clause, Apache-2.0 or none"),
     "github_actions": ("maybe", "true or false (in a replay file, without quotes)"),
 }  # fmt: skip
@@ -264,7 +264,8 @@ def test_every_choice_answer_of_a_replay_is_checked_against_the_templates_lists(
     assert [line for line in output.splitlines() if line.startswith("ERROR: The")] == [
         'ERROR: The accelerator answer ["tpu"] is not one of its answers: answer directml, cuda, '
         "cuda-legacy, xpu, rocm, rocm-windows or cpu.",
-        "ERROR: The env_manager answer 'pipenv' is not one of its answers: answer conda or venv.",
+        "ERROR: The env_manager answer 'pipenv' is not one of its answers: answer conda, venv "
+        "or uv.",
         "ERROR: The ide answer 'vim' is not one of its answers: answer pycharm, vscode, both or "
         "none.",
         "ERROR: The license answer 'GPL' is not one of its answers: answer MIT, BSD-3-Clause, "

@@ -190,7 +190,11 @@ PYCHARM = {
 }
 VSCODE = {".vscode/extensions.json", ".vscode/launch.json", ".vscode/settings.json"}
 GITHUB = {".github/workflows/tests.yml"}
-ENV_FILES = {"conda": {"environment.yml"}, "venv": {"requirements.txt"}}
+ENV_FILES = {
+    "conda": {"environment.yml"},
+    "venv": {"requirements.txt"},
+    "uv": {".python-version"},  # pyproject.toml's groups are the environment
+}
 IDE_FILES = {"pycharm": PYCHARM, "vscode": VSCODE, "both": PYCHARM | VSCODE, "none": set()}
 # Jinja that was not rendered; GitHub's own `${{ }}` expressions are meant to stay.
 LEFTOVER_TEMPLATE_SYNTAX = re.compile(r"(?<!\$)\{\{|\{%|\{#|cookiecutter\.(?!json)")
@@ -215,7 +219,7 @@ def option_cases() -> dict:
         if python_supported(acc, ver)
     }
     for question, values in {
-        "env_manager": ["conda", "venv"],
+        "env_manager": ["conda", "venv", "uv"],
         "ide": ["pycharm", "vscode", "both", "none"],
         "license": ["MIT", "BSD-3-Clause", "Apache-2.0", "none"],
         "github_actions": [True, False],

@@ -86,6 +86,7 @@ def test_quick_leaves_out_every_test_that_needs_wine_or_the_directml_stack():
         text=True,
     ).stdout
     skipped = ["test_windows_tier.py", "test_directml_tier.py", "test_dml_stack.py"]
+    skipped.append("test_windows_uv.py")  # test_uv.py's fast tests of the files stay in quick
 
     assert "tests/test_options.py::" in collected
     assert [name for name in skipped if f"tests/{name}::" in collected] == []

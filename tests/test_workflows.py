@@ -51,7 +51,7 @@ def workflow(baked) -> dict:
     return baked.yaml(".github/workflows/tests.yml")
 
 
-@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+@pytest.mark.parametrize("env_manager", ["conda", "venv", "uv"])
 def test_generated_workflow_tests_on_windows_and_linux_with_pip_caching(bake_once, env_manager):
     baked = bake_once(env_manager=env_manager)
     flow = workflow(baked)
@@ -69,6 +69,13 @@ def test_generated_workflow_tests_on_windows_and_linux_with_pip_caching(bake_onc
         )
         assert setup["with"]["cache"] == "pip"
         assert "python -m pip install -r requirements.txt" in runs
+    elif env_manager == "uv":
+        setup = next(
+            s for s in tests["steps"] if s.get("uses", "").startswith("astral-sh/setup-uv")
+        )
+        assert setup["with"]["enable-cache"] is True
+        assert "uv sync" in runs  # the default group, as the editors sync it
+        assert not any("pip install" in run for run in runs)
     else:
         assert any(u.startswith("actions/cache") for u in uses)
         miniconda = next(s for s in tests["steps"] if "setup-miniconda" in s.get("uses", ""))
@@ -83,7 +90,7 @@ def test_workflow_can_be_left_out(bake_once):
     assert not (bake_once(github_actions=False).path / ".github").exists()
 
 
-@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+@pytest.mark.parametrize("env_manager", ["conda", "venv", "uv"])
 def test_generated_workflow_passes_actionlint(bake_once, actionlint, env_manager):
     baked = bake_once(env_manager=env_manager)
 

@@ -413,9 +413,11 @@ def test_the_offline_wheelhouse_holds_every_requirement():
     downloaded.discard("wheelhouse")
 
     assert {requirement_name(spec) for spec in needed} <= downloaded
-    environment = read(
-        "environment.yml" if (ROOT / "environment.yml").exists() else "requirements.txt"
-    )
+    # The default stack's pins: environment.yml (conda), requirements.txt (venv), or the
+    # same pins in environments/ (uv, whose pyproject.toml groups hold them too).
+    project = json.loads(read("src/gpu_doctor/project.json"))
+    files = ["environment.yml", "requirements.txt", f"environments/{project['accelerator']}.txt"]
+    environment = read(next(name for name in files if (ROOT / name).exists()))
     # The wheelhouse is built on Windows for Windows: the macOS-only pins are not in it.
     windows_lines = [line for line in environment.splitlines() if '== "darwin"' not in line]
     for pin in re.findall(r"([A-Za-z][\w.-]*==[\w.+]+)", "\n".join(windows_lines)):

@@ -58,6 +58,37 @@ def environment_stack(
     return None
 
 
+def made_by(prefix: str | None = None, installer_of: Callable[[str], str] | None = None) -> str:
+    """Which tool made the environment at ``prefix`` (this Python's by default): "uv" (`uv
+    venv`, `uv sync`: its pyvenv.cfg has a `uv =` line, as PyCharm checks), "uv pip" (a venv
+    whose torch `uv pip` installed), "venv", "conda", or "" (no environment: a system Python)."""
+    prefix = sys.prefix if prefix is None else prefix
+    config = Path(prefix) / "pyvenv.cfg"
+    if (Path(prefix) / "conda-meta").is_dir():
+        return "conda"
+    if not config.is_file():
+        return ""
+    try:
+        lines = config.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "venv"
+    if any(line.partition("=")[0].strip() == "uv" for line in lines):
+        return "uv"
+    if installer_of is None:
+        installer_of = _installer
+    return "uv pip" if installer_of("torch") == "uv" else "venv"
+
+
+def _installer(name: str) -> str:
+    """The tool that installed ``name`` (its INSTALLER file: "pip", "uv"), or ""."""
+    from importlib import metadata
+
+    try:
+        return (metadata.distribution(name).read_text("INSTALLER") or "").strip()
+    except Exception:  # not installed, or metadata too damaged to read
+        return ""
+
+
 def active_stack(stacks: dict, slug: str) -> str | None:
     """The stack this environment serves: its name's, else its torch's, else None (unknown)."""
     return environment_stack(stacks, slug) or installed_stack()

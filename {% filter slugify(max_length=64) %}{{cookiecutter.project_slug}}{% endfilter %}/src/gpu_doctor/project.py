@@ -43,7 +43,7 @@ class Project:
     python_note: str
     pins: dict[str, str]
     index_url: str
-    env_manager: str = ""  # "conda" or "venv"; "" when unknown (then advice names both)
+    env_manager: str = ""  # "conda", "venv" or "uv"; "" when unknown (then advice names both)
     project_slug: str = ""  # the folder and the conda environment's name
     stacks: dict[str, dict] = field(default_factory=dict)  # every stack of the support table
     generated_for: str = ""  # the accelerator chosen at generation, once for_stack changed it

@@ -345,8 +345,8 @@ class Recommendation:
         return f".venv-{self.stack}"
 
     def commands(self, project_slug: str, python: str, windows: bool) -> dict[str, list[str]]:
-        """The exact commands, run in the project folder, for conda and for venv; for AMD's
-        ROCm build for Windows, then the one that adds this GPU's kernels."""
+        """The exact commands, run in the project folder, for conda, venv and uv; for AMD's
+        ROCm build for Windows, conda and venv end with the one that adds this GPU's kernels."""
         if windows:
             venv = [
                 f"py -{python} -m venv {self.venv_dir()}",
@@ -367,7 +367,23 @@ class Recommendation:
             device = amd_windows.device_command(self.gpu.gfx_target)
             conda.append(device)
             venv.append(device)
-        return {"conda": conda, "venv": venv}
+        return {"conda": conda, "venv": venv, "uv": self.uv_commands(python, windows)}
+
+    def uv_group(self) -> str:
+        """The stack's dependency group; AMD's ROCm build for Windows has one per GPU target,
+        with that GPU's kernels."""
+        if self.stack == amd_windows.STACK and self.gpu is not None and self.gpu.gfx_target:
+            return f"{self.stack}-{self.gpu.gfx_target}"
+        return self.stack
+
+    def uv_sync(self, python: str) -> str:
+        """The one command that makes the project's .venv this stack's (a uv project): its
+        dependency group instead of the default one, with a Python the stack supports."""
+        return f"uv sync --python {python} --no-default-groups --group dev --group {self.uv_group()}"
+
+    def uv_commands(self, python: str, windows: bool) -> list[str]:
+        activate = ".venv\\Scripts\\activate" if windows else "source .venv/bin/activate"
+        return [self.uv_sync(python), activate]
 
     def gpu_text(self) -> str:
         if self.gpu is None:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .active_environment import made_by
 from .codes import SCHEMA_VERSION
 from .findings import Finding
 from .safe_text import clean_name
@@ -90,12 +91,21 @@ class Report:
             "timing": self.timing,
             "python": sys.version.split()[0],
             "executable": private_path(sys.executable),
+            "environment": environment_made_by(),
             "platform": describe_platform(),
             "seconds": round(self.seconds, 2),
             "phases": self.phases,
             "recommendation": self.recommendation,
         }
         return without_home(document)
+
+
+def environment_made_by() -> str:
+    """What made this Python's environment (active_environment.made_by); "" when unreadable."""
+    try:
+        return made_by()
+    except Exception:  # a damaged environment: the report is still written
+        return ""
 
 
 def now_iso() -> str:

@@ -178,7 +178,8 @@ def test_the_installed_stack_is_read_from_torchs_version(version, directml, stac
 # ----------------------------------------------------------- the doctor's finding
 
 
-def project_with(accelerator: str):
+def project_with(accelerator: str, env_manager: str = "conda"):
+    """The project as if generated for ``accelerator`` (whatever this copy's answers were)."""
     project = load_project()
     stack = project.stacks[accelerator]
     return dataclasses.replace(
@@ -187,6 +188,7 @@ def project_with(accelerator: str):
         python_version="3.12",
         pins=dict(stack["pins"]),
         index_url=stack["index_url"],
+        env_manager=env_manager,
     )
 
 
@@ -206,6 +208,17 @@ def test_the_wrong_environment_warns_with_the_switch_command_never_fails():
     assert "`conda env create -f environments/xpu.yml`" in finding.fix
     assert "`py -3.12 -m venv .venv-xpu`" in finding.fix
     assert "`pip install -r environments/xpu.txt`" in finding.fix
+
+
+def test_in_a_uv_project_one_uv_sync_switches_the_venv_to_the_best_stack():
+    project = project_with("directml", env_manager="uv")
+    finding = choice(project, WINDOWS, [IRIS_XE, ARC_A370M], active="directml")
+
+    assert finding.status == WARN
+    assert "`uv sync --python 3.12 --no-default-groups --group dev --group xpu`" in finding.fix
+    assert "`.venv\\Scripts\\activate`" in finding.fix
+    assert "default-groups" in finding.fix  # a plain `uv sync` goes back to directml
+    assert "conda" not in finding.fix and "pip install" not in finding.fix
 
 
 def test_the_right_environment_is_ok():

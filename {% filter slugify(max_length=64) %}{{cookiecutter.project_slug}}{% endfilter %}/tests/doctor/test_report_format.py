@@ -185,3 +185,26 @@ def test_the_docs_list_exactly_the_keys_of_the_json_document(ann):
 def test_the_docs_list_the_keys_of_a_finding():
     keys = [row[0].strip("`") for row in docs_table("Each finding:")]
     assert keys == list(Finding("GPU", OK, "x").to_dict())
+
+
+@pytest.mark.parametrize(
+    "files,installer,made",
+    [
+        ({"pyvenv.cfg": "home = /usr/bin\nuv = 0.13.9\nversion_info = 3.12.7\n"}, "uv", "uv"),
+        ({"pyvenv.cfg": "home = /usr/bin\nversion = 3.12.7\n"}, "uv", "uv pip"),
+        ({"pyvenv.cfg": "home = /usr/bin\nversion = 3.12.7\n"}, "pip", "venv"),
+        ({"conda-meta/history": ""}, "", "conda"),
+        ({}, "pip", ""),
+    ],
+    ids=["uv-venv", "uv-pip-in-a-venv", "venv", "conda", "system-python"],
+)
+def test_the_report_names_what_made_the_environment(tmp_path, files, installer, made):
+    """A uv project's .venv (pyvenv.cfg's `uv =`, as PyCharm reads it) and a venv that
+    `uv pip` filled are told apart from pip's venv and conda."""
+    from gpu_doctor.active_environment import made_by
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+
+    assert made_by(str(tmp_path), installer_of=lambda name: installer) == made

@@ -843,7 +843,7 @@ def no_torch():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+@pytest.mark.parametrize("env_manager", ["conda", "venv", "uv"])
 @pytest.mark.parametrize("case", SITUATIONS, ids=[case[0] for case in SITUATIONS])
 def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
     situation, capsys, case, env_manager
@@ -856,8 +856,13 @@ def test_every_fix_points_only_at_printed_lines_and_keeps_the_stack(
     assert broken_installs(out, chosen.pins, chosen.stacks) == [], out.text
     if chosen.accelerator != "directml":  # torch-directml would bring torch 2.4.1
         assert "torch-directml==" not in out.text, out.text
-    other_file = "requirements.txt" if env_manager == "conda" else "environment.yml"
-    assert other_file not in out.text, out.text  # the project does not have that file
+    other_files = {
+        "conda": ["requirements.txt"],
+        "venv": ["environment.yml"],
+        "uv": ["requirements.txt", "environment.yml"],
+    }[env_manager]
+    for other_file in other_files:
+        assert other_file not in out.text, out.text  # the project does not have that file
     can = out.go_on.startswith("You can go on")
     assert can == (code in (checkup.EXIT_OK, checkup.EXIT_CPU_FALLBACK)), out.text
     if not can:
@@ -869,7 +874,7 @@ LINUX_ARM = OsInfo("Linux", "6.8.0-45-generic", "#45-Ubuntu SMP", "aarch64")
 
 
 @pytest.mark.parametrize("os_facts", [MAC_ARM, LINUX_ARM], ids=["macos-arm64", "linux-aarch64"])
-@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+@pytest.mark.parametrize("env_manager", ["conda", "venv", "uv"])
 def test_a_mac_or_arm_student_with_the_default_file_is_sent_to_the_cpu_file(
     situation, capsys, monkeypatch, os_facts, env_manager
 ):
@@ -886,7 +891,11 @@ def test_a_mac_or_arm_student_with_the_default_file_is_sent_to_the_cpu_file(
     assert code == checkup.EXIT_CPU_FALLBACK and out.go_on.startswith("You can go on")
     (environment,) = [found for check, found in out.row_texts if check == "Environment"]
     assert environment.startswith("Best for this machine: cpu, but ")
-    cpu_file = "environments/cpu.yml" if env_manager == "conda" else "environments/cpu.txt"
+    cpu_file = {
+        "conda": "environments/cpu.yml",
+        "venv": "environments/cpu.txt",
+        "uv": "--no-default-groups --group dev --group cpu",
+    }[env_manager]
     assert any(cpu_file in fix for _, fix in out.fixes), out.text
     assert "pip install torch-directml" not in out.text and "torch-directml==" not in "".join(
         fix for _, fix in out.fixes

@@ -27,6 +27,10 @@ def stack_files(stack: str) -> str:
 def install_command(project: Project) -> str:
     """How this project's environment file installs the pinned stack into an environment:
     the default files, or environments/<stack>.* when another stack's environment is active."""
+    if project.env_manager == "uv":
+        if project.uses_default_stack:
+            return "`uv sync`"
+        return f"`uv sync --no-default-groups --group dev --group {project.accelerator}`"
     conda, pip = "environment.yml", "requirements.txt"
     if not project.uses_default_stack:
         stack = project.accelerator
@@ -84,13 +88,25 @@ def check_environment_choice(
         now = f"the project's default environment file is {project.accelerator}"
     else:
         now = f"this environment runs the {active} stack"
+    if project.env_manager == "uv":
+        uv = ", then ".join(f"`{c}`" for c in commands["uv"])
+        fix = (
+            f"Make the project's .venv the {best.stack} one, in the project folder: {uv}. A plain "
+            f"`uv sync` (PyCharm runs one) goes back to the default group: to keep {best.stack}, "
+            f'name "{best.stack}" in place of the default in pyproject.toml\'s default-groups. '
+            "Then run verify_install again."
+        )
+    else:
+        fix = (
+            f"Create the {best.stack} environment in the project folder. conda: {conda}. "
+            f"venv: {venv}. Then select it as the interpreter and run verify_install again."
+        )
     return [
         Finding(
             "Environment",
             WARN,
             f"Best for this machine: {best.stack}, but {now}. {seen}.",
-            f"Create the {best.stack} environment in the project folder. conda: {conda}. "
-            f"venv: {venv}. Then select it as the interpreter and run verify_install again.",
+            fix,
             code="ENV-OTHER-BEST",
             role=CHOOSES_ENVIRONMENT,
         )

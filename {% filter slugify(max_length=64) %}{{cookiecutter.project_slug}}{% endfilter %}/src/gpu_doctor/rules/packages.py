@@ -53,7 +53,7 @@ def install_fix(project: Project) -> str:
     index = f" --index-url {project.index_url}" if project.index_url else ""
     return (
         f"In the project's environment: {install_command(project)}, or directly "
-        f"`pip install {pins}{index}`."
+        f"`{'uv pip' if project.env_manager == 'uv' else 'pip'} install {pins}{index}`."
     )
 
 
@@ -120,6 +120,8 @@ def _activate_hint(project: Project) -> str:
         return f"`conda activate {project.project_slug or '...'}`"
     if project.env_manager == "venv":
         return "activate the .venv"
+    if project.env_manager == "uv":
+        return "`uv sync`, then activate the .venv"
     return "`conda activate ...` or the .venv"
 
 

@@ -37,6 +37,8 @@ def _own_python(project: Project) -> str:
         return f"{conda}."
     if project.env_manager == "venv":
         return f"{venv}."
+    if project.env_manager == "uv":
+        return f"`uv sync` makes .venv with Python {version} (uv downloads it if needed)."
     return f"{conda} (conda); {venv} (venv)."
 
 
@@ -46,6 +48,8 @@ def _new_env_fix(project: Project) -> str:
         create = "`conda env create -f environment.yml` (it asks for that Python)"
     elif project.env_manager == "venv":
         create = f"{_venv_create(version)}, then `pip install -r requirements.txt`"
+    elif project.env_manager == "uv":
+        create = f"`uv sync --python {version}` (uv downloads that Python if needed)"
     else:
         create = (
             f"`conda env create -f environment.yml` (conda), or {_venv_create(version)} "

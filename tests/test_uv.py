@@ -1,0 +1,364 @@
+"""A uv project (env_manager "uv"): its pyproject.toml declares every stack of _stacks as a
+dependency group with its own index, and uv itself resolves, exports and installs them.
+
+The slow tests run uv (requirements-dev.txt pins it) on a baked project. PyTorch's own indexes
+cannot be reached here: a copy of the project names a local index of stand-in wheels instead
+(tests/standin_index.py: the real names, versions and local tags), served over HTTP from a
+folder the test writes. PyPI serves the rest, so `uv sync` installs the real directml stack
+(torch 2.4.1 and torch-directml, about 3 GB) into the project's .venv. uv's cache lives in
+TEMPLATE_TEST_CACHE/uv: cold about 2 minutes, warm under one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import STACKS
+from standin_index import Standin, serve, write_index
+
+UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+
+
+def cache_root() -> Path:
+    default = Path.home() / ".cache" / "lenet-directml-template"
+    return Path(os.environ.get("TEMPLATE_TEST_CACHE", default))
+
+
+def indexed_stacks() -> dict:
+    """The stacks whose torch comes from an index of their own (PyTorch's), not PyPI."""
+    return {name: stack for name, stack in STACKS.items() if stack["index_url"]}
+
+
+# -- the generated files ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def uv_project(bake_once):
+    return bake_once(env_manager="uv", accelerator="directml", python_version="3.11")
+
+
+def test_a_uv_project_declares_every_stack_as_a_group_of_its_own(uv_project):
+    pyproject = uv_project.toml("pyproject.toml")
+    groups = pyproject["dependency-groups"]
+    uv = pyproject["tool"]["uv"]
+
+    assert set(STACKS) | {"dev"} == set(groups)
+    assert uv["default-groups"] == ["directml", "dev"]  # what a plain `uv sync` installs
+    assert [{"group": name} for name in STACKS] == uv["conflicts"][0]
+    # torch only in the groups: a source applies only to what the project itself declares.
+    assert not any(d.startswith("torch") for d in pyproject["project"]["dependencies"])
+    assert "torch==2.4.1" in groups["directml"]  # astral-sh/uv#8253
+    indexes = {index["name"]: index for index in uv["index"]}
+    for name, stack in indexed_stacks().items():
+        index = indexes[f"pytorch-{name}"]
+        assert index["url"] == stack["index_url"] and index["explicit"] is True
+        assert {"index": f"pytorch-{name}", "group": name} in uv["sources"]["torch"]
+        assert f"torch=={stack['pins']['torch']}{stack['local_version']}" in "".join(groups[name])
+    assert all(source["group"] != "directml" for source in uv["sources"]["torch"])
+
+
+def test_each_group_keeps_its_stacks_python_range(uv_project):
+    ranges = uv_project.toml("pyproject.toml")["tool"]["uv"]["dependency-groups"]
+
+    assert ranges["directml"]["requires-python"] == ">=3.8,<3.13"
+    assert ranges["cuda"]["requires-python"] == ">=3.10,<3.15"
+
+
+def test_a_uv_project_has_no_pip_or_conda_file_and_pins_its_python(uv_project):
+    files = uv_project.files()
+
+    assert "requirements.txt" not in files and "environment.yml" not in files
+    assert uv_project.read(".python-version").strip() == "3.11"
+    assert "environments/cuda.txt" in files  # the pip files of every stack stay
+
+
+@pytest.mark.parametrize("env_manager", ["conda", "venv"])
+def test_only_a_uv_project_has_a_python_version_file(bake_once, env_manager):
+    assert ".python-version" not in bake_once(env_manager=env_manager).files()
+
+
+def test_a_stack_with_a_pip_extra_per_gpu_gets_a_group_per_gpu(bake_once):
+    """A stack whose torch takes the GPU's extra (AMD's torch[device-gfx1151]) gets one group
+    per GPU target beside its plain one, all from its index and all in the one conflict set."""
+    stack = {
+        **STACKS["rocm"],
+        "index_url": "https://example.invalid/gpu-extras/",
+        "device_extra": "device-{gfx}",
+        "gfx_targets": ["gfx1151", "gfx1201"],
+    }
+    baked = bake_once(env_manager="uv", _stacks={"gpu-extras": stack})
+    pyproject = baked.toml("pyproject.toml")
+    groups = pyproject["dependency-groups"]
+
+    pins, tag = stack["pins"], stack["local_version"]
+    assert f"torch[device-gfx1151]=={pins['torch']}{tag}" in groups["gpu-extras-gfx1151"]
+    assert f"torch[device-gfx1201]=={pins['torch']}{tag}" in groups["gpu-extras-gfx1201"]
+    assert f"torch=={pins['torch']}{tag}" in groups["gpu-extras"]
+    conflicts = pyproject["tool"]["uv"]["conflicts"][0]
+    sources = pyproject["tool"]["uv"]["sources"]["torch"]
+    for group in ("gpu-extras", "gpu-extras-gfx1151", "gpu-extras-gfx1201"):
+        assert {"group": group} in conflicts
+        assert {"index": "pytorch-gpu-extras", "group": group} in sources
+
+
+# -- uv itself, on a copy whose PyTorch indexes are stand-ins ----------------------------------
+
+
+def standins(name: str, stack: dict) -> list[Standin]:
+    tag = stack["local_version"]
+    torch = stack["pins"]["torch"]
+    extras = (
+        tuple(stack["device_extra"].replace("{gfx}", gfx) for gfx in stack.get("gfx_targets", []))
+        if stack.get("device_extra")
+        else ()
+    )
+    wheels = [
+        Standin("torch", torch + tag, extras=extras),
+        Standin("torchvision", stack["pins"]["torchvision"] + tag, requires=(f"torch=={torch}",)),
+    ]
+    return wheels + [Standin(package, "3.5.0") for package in stack.get("uv_index_packages", {})]
+
+
+def run_uv(project: Path, *args: str, env: dict | None = None, timeout: float = 1800):
+    full_env = {
+        **os.environ,
+        "UV_CACHE_DIR": str(cache_root() / "uv"),
+        "UV_NO_PROGRESS": "1",
+        **(env or {}),
+    }
+    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH", "PYTEST_ADDOPTS"):
+        full_env.pop(name, None)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [UV, *args], cwd=project, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@contextlib.contextmanager
+def standin_copy(source: Path, tmp: Path) -> Iterator[tuple[Path, dict]]:
+    """A copy of the uv project ``source`` in ``tmp`` whose PyTorch indexes are stand-ins,
+    served while the block runs: yields (the copy, {stack: its index URL})."""
+    root = tmp / "standin-indexes"
+    for name, stack in indexed_stacks().items():
+        write_index(root / name, standins(name, stack))
+    project = tmp / source.name
+    shutil.copytree(source, project)
+    with serve(root) as url:
+        text = (project / "pyproject.toml").read_text(encoding="utf-8")
+        urls = {}
+        for name, stack in indexed_stacks().items():
+            urls[name] = f"{url}{name}/"
+            text = text.replace(f'url = "{stack["index_url"]}"', f'url = "{urls[name]}"')
+        (project / "pyproject.toml").write_text(text, encoding="utf-8")
+        yield project, urls
+
+
+@pytest.fixture(scope="module")
+def served(uv_project, tmp_path_factory):
+    """(project copy, {stack: its stand-in index URL}), locked, while the indexes are served."""
+    if UV is None:
+        pytest.fail("uv is not installed: pip install -r requirements-dev.txt")
+    with standin_copy(uv_project.path, tmp_path_factory.mktemp("uv")) as (project, urls):
+        locked = run_uv(project, "lock")
+        assert locked.returncode == 0, locked.stderr[-4000:]
+        yield project, urls
+
+
+def locked_packages(project: Path, name: str) -> list[dict]:
+    lock = tomllib.loads((project / "uv.lock").read_text(encoding="utf-8"))
+    return [package for package in lock["package"] if package["name"] == name]
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_the_lock_takes_each_stacks_torch_from_its_own_index(served):
+    project, urls = served
+    torches = {p["version"]: p["source"]["registry"] for p in locked_packages(project, "torch")}
+
+    for name, stack in indexed_stacks().items():
+        assert torches[stack["pins"]["torch"] + stack["local_version"]] == urls[name]
+    assert torches[STACKS["directml"]["pins"]["torch"]] == "https://pypi.org/simple"
+
+
+def pinned(lines: list[str]) -> set[tuple[str, str]]:
+    """(name, version) of every `name==version` line (markers aside), names normalized."""
+    found = set()
+    for line in lines:
+        match = re.match(r"^\s*([A-Za-z0-9_.\-\[\]]+)==([^\s;\\]+)", line)
+        if match:
+            name = re.sub(r"\[.*\]", "", match.group(1))
+            found.add((re.sub(r"[-_.]+", "-", name).lower(), match.group(2)))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+@pytest.mark.parametrize("stack", list(STACKS))
+def test_uv_export_of_each_stack_installs_what_its_environment_file_pins(served, stack):
+    project, _ = served
+    exported = run_uv(
+        project, "export", "--frozen", "--no-hashes", "--no-header", "--no-default-groups",
+        "--group", "dev", "--group", stack, "--format", "requirements.txt",
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    environment_file = (project / "environments" / f"{stack}.txt").read_text(encoding="utf-8")
+
+    wanted = pinned(environment_file.splitlines())
+    got = pinned(exported.stdout.splitlines())
+    # A pin without a local tag (the cpu file's macOS line, torch==2.14.1) accepts any build
+    # of that version, as pip does (PEP 440); the stand-in index has only the +cpu one.
+    missing = {
+        (name, version)
+        for name, version in wanted
+        if not any(n == name and (v == version or v.split("+")[0] == version) for n, v in got)
+    }
+    assert not missing, f"missing from uv export: {sorted(missing)}"
+    # No other build of torch or torchvision than the file's, from any other stack.
+    for package in ("torch", "torchvision"):
+        assert {v for n, v in got if n == package} <= {v for n, v in wanted if n == package}
+    # The project itself with its dev tools, as the file's `-e .[dev]` installs them.
+    assert "-e ." in exported.stdout
+    assert {"pytest", "ruff", "pre-commit"} <= {n for n, _ in got}
+
+
+@pytest.fixture(scope="module")
+def synced(served):
+    """The project's .venv after a plain `uv sync` (what PyCharm runs): the directml stack."""
+    project, _ = served
+    result = run_uv(project, "sync")
+    assert result.returncode == 0, result.stderr[-4000:]
+    python = project / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    return project, python
+
+
+def package_versions(python: Path, *names: str) -> dict:
+    script = (
+        "import json, sys\nfrom importlib import metadata\nout = {}\n"
+        "for n in sys.argv[1:]:\n"
+        "    try: out[n] = metadata.version(n)\n"
+        "    except metadata.PackageNotFoundError: out[n] = None\n"
+        "print(json.dumps(out))"
+    )
+    result = subprocess.run(
+        [str(python), "-c", script, *names], capture_output=True, text=True, check=True
+    )
+    return json.loads(result.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_a_plain_uv_sync_installs_the_real_directml_stack_from_pypi(synced):
+    project, python = synced
+    versions = package_versions(python, "torch", "torchvision", "torch-directml")
+
+    assert versions == {
+        "torch": "2.4.1",
+        "torchvision": "0.19.1",
+        "torch-directml": "0.2.5.dev240914",
+    }
+    assert "uv = " in (project / ".venv" / "pyvenv.cfg").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_verify_install_in_the_uv_venv_explains_the_directml_failure(uv_project, synced):
+    project, python = synced
+    result = subprocess.run(
+        [str(python), "-m", f"{uv_project.package}.verify_install", "--json"],
+        cwd=project, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    report = json.loads(result.stdout)
+
+    assert "Traceback" not in result.stderr
+    assert report["environment"] == "uv"
+    assert report["packages"]["torch-directml"]["installed"] == "0.2.5.dev240914"
+    if sys.platform == "linux" and not Path("/dev/dxg").exists():
+        directml = next(u for u in report["unavailable"] if u["kind"] == "directml")
+        assert "libd3d12.so" in directml["reason"]
+        assert result.returncode == 3  # trains on the CPU instead
+        # This machine has no GPU: the fix is the one command that makes .venv the cpu one.
+        fixes = " ".join(f.get("fix") or "" for f in report["findings"])
+        assert "uv sync --python 3.11 --no-default-groups --group dev --group cpu" in fixes
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_uv_run_pytest_runs_the_projects_own_tests(synced):
+    project, _ = synced
+    result = run_uv(
+        project, "run", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
+        "tests/test_model.py", "tests/doctor/test_recommend.py", timeout=900,
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_two_stacks_never_install_together(synced):
+    project, _ = synced
+    result = run_uv(project, "sync", "--group", "cuda")  # directml is a default group
+
+    assert result.returncode != 0
+    assert "conflict" in result.stderr.lower()
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+@pytest.mark.parametrize("stack", list(indexed_stacks()))
+def test_the_doctors_command_switches_the_venv_to_a_stack_from_its_own_index(served, stack):
+    """The command verify_install prints (Recommendation.uv_sync) run as it is, into an
+    environment of its own (UV_PROJECT_ENVIRONMENT) so the directml .venv stays."""
+    project, _ = served
+    sys.path.insert(0, str(project / "src"))
+    try:
+        from gpu_doctor.recommend import Recommendation
+    finally:
+        sys.path.remove(str(project / "src"))
+    command = Recommendation(stack, "").uv_sync("3.11").split()
+    assert command[:2] == ["uv", "sync"]
+    env = {"UV_PROJECT_ENVIRONMENT": str(project / f".venv-test-{stack}")}
+
+    result = run_uv(project, *command[1:], env=env)
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    python = project / f".venv-test-{stack}" / ("Scripts" if os.name == "nt" else "bin") / "python"
+    versions = package_versions(python, "torch", "torchvision", "torch-directml")
+    pins, tag = STACKS[stack]["pins"], STACKS[stack]["local_version"]
+    assert versions["torch"] == pins["torch"] + tag
+    assert versions["torchvision"] == pins["torchvision"] + tag
+    assert versions["torch-directml"] is None
+    standin = subprocess.run(
+        [str(python), "-c", "import torch; print(torch.STANDIN)"], capture_output=True, text=True
+    )
+    assert standin.stdout.strip() == "True"  # the stand-in index's, never PyPI's torch
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_a_cuda_project_on_python_3_13_syncs_cuda_torch_and_leaves_directml_out(
+    bake_once, tmp_path
+):
+    """A plain `uv sync` of a cuda project installs its own group's torch, from its own index,
+    on a Python (3.13) that the directml group's range (at most 3.12) leaves out."""
+    baked = bake_once(env_manager="uv", accelerator="cuda", python_version="3.13")
+    with standin_copy(baked.path, tmp_path) as (project, _):
+        result = run_uv(project, "sync")
+        assert result.returncode == 0, result.stderr[-4000:]
+    python = project / ".venv" / ("Scripts" if os.name == "nt" else "bin") / "python"
+    versions = package_versions(python, "torch", "torch-directml")
+
+    assert versions == {"torch": "2.14.1+cu130", "torch-directml": None}
+    assert "version_info = 3.13" in (project / ".venv" / "pyvenv.cfg").read_text("utf-8")
