@@ -260,10 +260,10 @@ def device_steps(answers: dict, best) -> list:
     installs torch without GPU kernels, so the one command with this GPU's kernels follows."""
     if not best or best.get("stack") != answers["accelerator"]:
         return []
-    commands = best.get("commands", {}).get(
-        "conda" if answers["env_manager"] == "conda" else "venv"
-    )
-    device = [command for command in commands or [] if "[device-" in command]
+    manager = answers["env_manager"]
+    commands = best.get("commands", {}).get(manager if manager in ("conda", "uv") else "venv")
+    # pip's command names the extra; uv's names the group of this GPU's target.
+    device = [command for command in commands or [] if "[device-" in command or "-gfx" in command]
     if not device:
         return []
     return ["Then add this GPU's kernels to the activated environment (about 1 GB):",

@@ -52,9 +52,20 @@ def test_a_uv_project_declares_every_stack_as_a_group_of_its_own(uv_project):
     groups = pyproject["dependency-groups"]
     uv = pyproject["tool"]["uv"]
 
-    assert set(STACKS) | {"dev"} == set(groups)
+    # A stack whose GPU kernels come as a pip extra has one more group per GPU target.
+    per_target = [
+        f"{name}-{gfx}"
+        for name, stack in STACKS.items()
+        if stack.get("device_extra")
+        for gfx in stack["gfx_targets"]
+    ]
+    assert per_target, "rocm-windows has a group per GPU target"
+    assert set(STACKS) | set(per_target) | {"dev"} == set(groups)
     assert uv["default-groups"] == ["directml", "dev"]  # what a plain `uv sync` installs
-    assert [{"group": name} for name in STACKS] == uv["conflicts"][0]
+    assert {group["group"] for group in uv["conflicts"][0]} == set(STACKS) | set(per_target)
+    assert any(
+        line.startswith("torchvision[device-gfx1151]==") for line in groups["rocm-windows-gfx1151"]
+    )
     # torch only in the groups: a source applies only to what the project itself declares.
     assert not any(d.startswith("torch") for d in pyproject["project"]["dependencies"])
     assert "torch==2.4.1" in groups["directml"]  # astral-sh/uv#8253
