@@ -379,7 +379,8 @@ class Recommendation:
     def uv_sync(self, python: str) -> str:
         """The one command that makes the project's .venv this stack's (a uv project): its
         dependency group instead of the default one, with a Python the stack supports."""
-        return f"uv sync --python {python} --no-default-groups --group dev --group {self.uv_group()}"
+        group = self.uv_group()
+        return f"uv sync --python {python} --no-default-groups --group dev --group {group}"
 
     def uv_commands(self, python: str, windows: bool) -> list[str]:
         activate = ".venv\\Scripts\\activate" if windows else "source .venv/bin/activate"
