@@ -117,7 +117,8 @@ def pip_commands(stick: Path, part: dict, project: Path) -> list[list[str]]:
     """pip's two steps: the hashed environment, then the project itself (no dependencies left
     to fetch, setuptools from the first step builds it)."""
     wheels = str(stick / "wheels")
-    offline = ["--no-index", "--find-links", wheels, "--disable-pip-version-check"]
+    # --isolated: the laptop's own pip settings (an index, other find-links) play no part
+    offline = ["--isolated", "--no-index", "--find-links", wheels, "--disable-pip-version-check"]
     pip = [sys.executable, "-m", "pip", "install", *offline]
     return [
         [*pip, "--require-hashes", "-r", str(stick / part["requirements"])],

@@ -173,7 +173,8 @@ def copy_mnist(data: Path, stick: Path, say=print) -> dict:
             say("Downloading MNIST with torchvision...")
             MNIST(str(data), train=True, download=True)
         except Exception as error:  # no torchvision, or no network: the stick still installs
-            say(f"MNIST left out ({type(error).__name__}: {error}); train with --dataset synthetic.")
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            say(f"MNIST left out ({reason}): the room trains with --dataset synthetic.")
             return {}
     target = stick / "data" / "MNIST" / "raw"
     target.mkdir(parents=True, exist_ok=True)
