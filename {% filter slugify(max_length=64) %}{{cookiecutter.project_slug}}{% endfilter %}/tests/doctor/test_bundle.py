@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -143,9 +145,7 @@ def _no_manifest(stick):
     return "is no workshop stick"
 
 
-@pytest.mark.parametrize(
-    "damage", [_remove, _truncate, _flip_a_byte, _edit_manifest, _no_manifest]
-)
+@pytest.mark.parametrize("damage", [_remove, _truncate, _flip_a_byte, _edit_manifest, _no_manifest])
 def test_a_damaged_stick_is_one_sentence_and_pip_never_runs(tmp_path, monkeypatch, capsys, damage):
     stick = small_stick(tmp_path / "stick")
     expected = damage(stick)
@@ -177,3 +177,23 @@ def test_a_stick_too_small_is_refused_before_any_download(tmp_path):
     with pytest.raises(make.BundleError, match="GB free but the bundle needs"):
         make.make(PROJECT_DIR, tmp_path / "stick", plan)
     assert not (tmp_path / "stick" / "wheels").exists()
+
+
+def test_verify_install_says_whether_the_stick_holds_this_machines_environment(tmp_path):
+    stick = small_stick(tmp_path / "stick", stack="cpu")
+    assert install.stick_verdict(stick, "cpu").startswith(f"Workshop stick: {stick} holds the cpu")
+    _remove(stick)
+    assert "alpha-1.0-py3-none-any.whl is missing" in install.stick_verdict(stick, "cpu")
+    assert "holds no cuda environment" in install.stick_verdict(stick, "cuda")
+
+
+@pytest.mark.slow
+def test_verify_install_takes_a_stick(tmp_path):
+    stick = small_stick(tmp_path / "stick", stack="directml")
+    result = subprocess.run(
+        [sys.executable, "-m", "gpu_doctor.checkup", "--bundle", str(stick)],
+        cwd=PROJECT_DIR, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECT_DIR / "src"), *sys.path])),
+    )  # fmt: skip
+    assert "Traceback" not in result.stderr
+    assert result.stdout.strip().splitlines()[-1].startswith("Workshop stick: ")

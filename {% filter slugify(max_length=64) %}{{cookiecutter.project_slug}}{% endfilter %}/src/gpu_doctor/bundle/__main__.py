@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     project = load_project()
     parser = argparse.ArgumentParser(
         prog="python -m gpu_doctor.bundle",
-        description="A workshop stick: every wheel, MNIST and a README, to install with no network.",
+        description="A workshop stick: every wheel, MNIST and a README, to install offline.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     maker = commands.add_parser("make", help="write (or complete) a stick, with the network")
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the platforms for stacks named without any (default: all three)",
     )
     maker.add_argument(
-        "--python", default=project.python_version, help="the laptops' Python (default: %(default)s)"
+        "--python", default=project.python_version, help="the laptops' Python (%(default)s)"
     )
     maker.add_argument(
         "--gfx",
@@ -98,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(bundle.sizes)} wheels, {total / 1e9:.2f} GB in all (sizes from the index); "
             f"{len(bundle.missing)} to download ({bundle.bytes_to_download() / 1e9:.2f} GB)."
         )
-        if bundle.missing and not args.yes and sys.stdin.isatty():
-            if input("Download them now? [Y/n] ").strip().lower() not in ("", "y", "yes"):
-                return 1
+        asked = bundle.missing and not args.yes and sys.stdin.isatty()
+        if asked and input("Download them now? [Y/n] ").strip().lower() not in ("", "y", "yes"):
+            return 1
         manifest = make(root, args.stick, bundle)
     except (BundleError, ResolveError) as error:
         print(error, file=sys.stderr)

@@ -26,9 +26,11 @@ class FetchError(Exception):
 
 def _local(url: str) -> Path | None:
     parsed = urlparse(url)
-    return Path(unquote(parsed.path.lstrip("/") if os.name == "nt" else parsed.path)) if (
-        parsed.scheme == "file"
-    ) else None
+    return (
+        Path(unquote(parsed.path.lstrip("/") if os.name == "nt" else parsed.path))
+        if (parsed.scheme == "file")
+        else None
+    )
 
 
 def size_of(url: str) -> int:
@@ -71,7 +73,9 @@ def download(wheel: Wheel, destination: Path, size: int) -> None:
                     bar.update(len(block))
     except OSError as error:
         part.unlink(missing_ok=True)
-        raise FetchError(f"Downloading {wheel.filename} failed ({error}): run again to go on.")
+        raise FetchError(
+            f"Downloading {wheel.filename} failed ({error}): run again to go on."
+        ) from None
     finally:
         if bar is not None:
             bar.close()

@@ -100,17 +100,38 @@ def check_part(stick: Path, stack: str, target: str, python: str, full: bool = T
             f"The stick's {MANIFEST} does not match {part['requirements']} (a file was edited or "
             f"copied from another stick): {REMAKE}."
         )
+    absent = [wheel for wheel in part["wheels"] if not (stick / "wheels" / wheel).is_file()]
+    if absent:
+        more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+        raise StickProblem(
+            f"{stick / 'wheels' / absent[0]} is missing{more} from the stick: copy it again or "
+            f"{REMAKE}."
+        )
     for wheel in part["wheels"]:
         entry = manifest["files"][f"wheels/{wheel}"]
         path = stick / "wheels" / wheel
-        if not path.is_file():
-            raise StickProblem(f"{path} is missing from the stick: copy it again or {REMAKE}.")
         if path.stat().st_size != entry["size"] or (full and sha256_of(path) != entry["sha256"]):
             raise StickProblem(
                 f"{path} is damaged (its size or SHA-256 differs from the manifest's): copy it "
                 f"again from the instructor's stick or {REMAKE}."
             )
     return part
+
+
+def stick_verdict(stick: Path, stack: str) -> str:
+    """verify_install --bundle: whether ``stick`` holds ``stack`` for this machine, in one line
+    (files present and of the right size; install.py checks their SHA-256 before installing)."""
+    target, python = this_platform(), this_python()
+    try:
+        part = check_part(stick, stack, target, python, full=False)
+    except StickProblem as problem:
+        return f"Workshop stick: {problem}"
+    install = Path(stick) / "install.py"
+    return (
+        f"Workshop stick: {stick} holds the {stack} environment for {target}, Python {python} "
+        f"({len(part['wheels'])} wheels): in a new environment, run `python {install} {stack}` "
+        "in the project folder."
+    )
 
 
 def pip_commands(stick: Path, part: dict, project: Path) -> list[list[str]]:

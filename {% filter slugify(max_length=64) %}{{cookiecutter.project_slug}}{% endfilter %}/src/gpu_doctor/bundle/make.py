@@ -70,7 +70,12 @@ def plan(
         lines = [with_extras(line, extras) for line in read.requirements] + needs
         options = read.index_options
         if stack in indexes:  # a mirror of the stack's index, in place of the file's own
-            options = ["--index-url", indexes[stack], "--extra-index-url", "https://pypi.org/simple"]
+            options = [
+                "--index-url",
+                indexes[stack],
+                "--extra-index-url",
+                "https://pypi.org/simple",
+            ]
         for target in targets:
             say(f"Resolving {stack} for {TARGETS[target].label}, Python {python}...")
             part = Part(stack, target, python)

@@ -129,8 +129,7 @@ def resolve(
                 batch[name] = Requirement(f"{name}=={pinned[name].version}")
             elif not requirement.specifier.contains(pinned[name].version, prereleases=True):
                 raise ResolveError(
-                    f"{requirement} conflicts with {name}=={pinned[name].version} on "
-                    f"{target.label}"
+                    f"{requirement} conflicts with {name}=={pinned[name].version} on {target.label}"
                 )
         todo = []
         if not batch:
