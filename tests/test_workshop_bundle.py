@@ -23,6 +23,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import wine_python
 from test_dml_stack import cache_root, venv_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.dml_stack]
@@ -235,9 +236,7 @@ def stand_in_index(root: Path, wheels: list[Path]) -> str:
     return (root / "simple").as_uri()
 
 
-def test_a_stack_from_its_own_index_gets_its_local_tags_and_markers_per_platform(
-    project, tmp_path
-):
+def test_a_stack_from_its_own_index_gets_its_local_tags_and_markers_per_platform(project, tmp_path):
     """cuda's wheels come from download.pytorch.org (not reachable here): a stand-in index with
     torch 2.14.1+cu130 and torchvision 0.29.1+cu130 for Windows and Linux, torch depending on a
     package for Windows only, as the real one depends on CUDA packages for Linux only."""
@@ -267,3 +266,37 @@ def test_a_stack_from_its_own_index_gets_its_local_tags_and_markers_per_platform
     assert not any(w.startswith("wcwidth") for w in linux)
     hashed = (small / "requirements" / "cuda-manylinux_x86_64-py3.11.txt").read_text()
     assert "torch==2.14.1+cu130 --hash=sha256:" in hashed
+
+
+# ------------------------------------------------------------------ Windows CPython (Wine)
+
+
+@pytest.mark.windows
+def test_windows_cpython_installs_the_windows_part_offline(winpy, project, stick, tmp_path):
+    """The embeddable CPython 3.11 without any package, pip run from its wheel (the host's
+    ensurepip copy), install.py from the stick: everything of directml for win_amd64 with
+    --no-index --require-hashes, then the project."""
+    import dataclasses
+    import ensurepip
+
+    home = tmp_path / "python"
+    shutil.copytree(winpy.home.parent / "base", home)
+    fresh = dataclasses.replace(winpy, home=home)
+    pip_wheel = next((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
+    folder = shutil.copytree(project, tmp_path / "project")
+    env = {"PYTHONPATH": wine_python.winpath(pip_wheel), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    install = fresh.run(
+        [wine_python.winpath(stick / "install.py"), "directml"],
+        cwd=folder, env=env, timeout=1800, display=False,
+    )  # fmt: skip
+
+    assert install.returncode == 0, install.output[-4000:]
+    assert "Installed the directml environment" in install.stdout
+    check = fresh.run(
+        ["-c", "import importlib.metadata as m, torch, sys; print(sys.platform, torch.__version__, "
+         "*(m.version(n) for n in ('torch-directml', 'onnxruntime-directml', 'matplotlib')))"],
+        cwd=folder, env={"PYTHONDONTWRITEBYTECODE": "1"}, timeout=600, display=False,
+    )  # fmt: skip
+    assert check.returncode == 0, check.output[-3000:]
+    assert check.stdout.split()[:4] == ["win32", "2.4.1", "0.2.5.dev240914", "1.24.4"]
