@@ -22,6 +22,7 @@ from gpu_doctor.bundle.resolve import (
     project_requirements,
     read_environment_file,
     resolve,
+    with_extras,
 )
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -72,6 +73,27 @@ def test_each_platform_gets_the_dependencies_its_own_markers_ask_for(tmp_path):
         "manylinux_x86_64": ["common", "linuxonly", "torch"],
         "macosx_arm64": ["common", "torch"],
     }
+
+
+@pytest.mark.slow
+def test_a_gpu_extra_brings_that_gpus_kernels_only(tmp_path):
+    """AMD's Windows torch names each GPU's kernels as an extra (torch[device-gfx1151]): the
+    stick carries the kernels of the GPUs named with --gfx, not every GPU's."""
+    abi = "cp" + PYTHON.replace(".", "")
+    fake_wheel(
+        tmp_path, "torch", "2.10.0", f"{abi}-{abi}-win_amd64",
+        ['kernels-gfx1151; extra == "device-gfx1151"',
+         'kernels-gfx1100; extra == "device-gfx1100"'],
+    )  # fmt: skip
+    for name in ("kernels-gfx1151", "kernels-gfx1100"):
+        fake_wheel(tmp_path, name, "1.0", "py3-none-any")
+    wanted = [with_extras("torch==2.10.0", {"torch": ["device-gfx1151"]})]
+
+    found = resolve(
+        wanted, TARGETS["win_amd64"], PYTHON, ["--no-index", "--find-links", str(tmp_path)]
+    )
+
+    assert [wheel.name for wheel in found] == ["kernels-gfx1151", "torch"]
 
 
 def test_the_environment_file_gives_its_pins_and_index_and_leaves_the_project_out():
