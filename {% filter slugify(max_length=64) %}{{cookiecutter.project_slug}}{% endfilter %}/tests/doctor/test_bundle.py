@@ -219,3 +219,19 @@ def test_verify_install_takes_a_stick(tmp_path):
     )  # fmt: skip
     assert "Traceback" not in result.stderr
     assert result.stdout.strip().splitlines()[-1].startswith("Workshop stick: ")
+
+
+def test_mnist_goes_onto_the_stick_in_the_folder_train_reads(tmp_path):
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name in make.MNIST_FILES:
+        (raw / f"{name}.gz").write_bytes(name.encode())
+
+    files = make.copy_mnist(tmp_path / "data", tmp_path / "stick", say=lambda text: None)
+
+    assert sorted(files) == sorted(f"data/MNIST/raw/{name}.gz" for name in make.MNIST_FILES)
+    copied = tmp_path / "stick" / "data" / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz"
+    assert copied.read_bytes() == b"t10k-labels-idx1-ubyte"
+    assert files["data/MNIST/raw/t10k-labels-idx1-ubyte.gz"]["size"] == len(
+        b"t10k-labels-idx1-ubyte"
+    )
