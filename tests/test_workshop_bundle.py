@@ -31,6 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.dml_stack]
 # cpu's own index (download.pytorch.org) is not reachable here: its macOS wheels are PyPI's.
 STACKS = ["--stacks", "directml", "cpu:macosx_arm64", "--index", "cpu=https://pypi.org/simple"]
 MAKE_TIMEOUT = 1800
+LINUX_TORCH = "torch-2.4.1-cp311-cp311-manylinux1_x86_64.whl"
 
 
 def clean_env(project: Path) -> dict:
@@ -164,15 +165,14 @@ def damage_truncated(copy: Path) -> str:
 
 
 def damage_removed(copy: Path) -> str:
-    wheel = copy / "wheels" / "torch-2.4.1-cp311-cp311-manylinux1_x86_64.whl"
+    wheel = copy / "wheels" / LINUX_TORCH
     wheel.unlink()
     return f"{wheel} is missing"
 
 
 def damage_manifest(copy: Path) -> str:
     manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
-    entry = next(v for k, v in manifest["files"].items() if k.startswith("wheels/torch-2.4.1"))
-    entry["sha256"] = "0" * 64
+    manifest["files"]["wheels/" + LINUX_TORCH]["sha256"] = "0" * 64
     (copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return "manifest.json does not match"
 
