@@ -16,6 +16,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from .platforms import Target
 
@@ -40,7 +41,8 @@ class Wheel:
 
     @property
     def filename(self) -> str:
-        return self.url.rsplit("/", 1)[-1].split("#")[0]
+        # '+' of a local version is '%2B' in the index's URL ('torch-2.14.1%2Bcu130-...')
+        return unquote(self.url.rsplit("/", 1)[-1].split("#")[0])
 
 
 @dataclass(frozen=True)
