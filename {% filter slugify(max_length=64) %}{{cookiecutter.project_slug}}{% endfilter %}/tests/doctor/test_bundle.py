@@ -235,3 +235,28 @@ def test_mnist_goes_onto_the_stick_in_the_folder_train_reads(tmp_path):
     assert files["data/MNIST/raw/t10k-labels-idx1-ubyte.gz"]["size"] == len(
         b"t10k-labels-idx1-ubyte"
     )
+
+
+def test_make_writes_over_a_damaged_manifest_and_a_second_make_downloads_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(make, "copy_mnist", lambda *args: {})  # MNIST has its own test
+    source = fake_wheel(tmp_path, "alpha", "1.0", "py3-none-any")
+    wheel = Wheel("alpha", "1.0", source.as_uri(), install.sha256_of(source))
+    part = make.Part("cpu", "win_amd64", PYTHON, [wheel])
+    stick = tmp_path / "stick"
+    stick.mkdir()
+    (stick / "manifest.json").write_text("{not json")
+    plan = make.Plan([part], {wheel.filename: source.stat().st_size}, [wheel])
+    quiet = {"say": lambda text: None}
+
+    manifest = make.make(PROJECT_DIR, stick, plan, "my_package", **quiet)
+
+    name = install.part_name("cpu", "win_amd64", PYTHON)
+    assert manifest["parts"][name]["wheels"] == [wheel.filename]
+    assert (stick / "wheels" / wheel.filename).read_bytes() == source.read_bytes()
+    assert "python -m my_package.train --data-dir" in (stick / "README.txt").read_text()
+    assert json.loads((stick / "manifest.json").read_text())["files"] == manifest["files"]
+    source.unlink()  # a second run must not need the source again
+    again = make.make(PROJECT_DIR, stick, make.Plan([part], plan.sizes, []), "my_package", **quiet)
+    assert again["files"] == manifest["files"]

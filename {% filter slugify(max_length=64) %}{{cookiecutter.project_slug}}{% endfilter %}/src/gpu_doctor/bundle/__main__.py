@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         asked = bundle.missing and not args.yes and sys.stdin.isatty()
         if asked and input("Download them now? [Y/n] ").strip().lower() not in ("", "y", "yes"):
             return 1
-        manifest = make(root, args.stick, bundle)
+        manifest = make(root, args.stick, bundle, project.package_name)
     except (BundleError, ResolveError) as error:
         print(error, file=sys.stderr)
         return 1

@@ -93,11 +93,16 @@ def plan(
     return Plan(parts, sizes, missing)
 
 
-def _known_files(stick: Path) -> dict:
+def _known(stick: Path) -> dict:
+    """The stick's manifest so far; an unreadable one counts as none (its files are checked)."""
     try:
-        return install.read_manifest(stick)["files"]
+        return install.read_manifest(stick)
     except install.StickProblem:
-        return {}
+        return {"files": {}, "parts": {}}
+
+
+def _known_files(stick: Path) -> dict:
+    return _known(stick)["files"]
 
 
 def _whole(path: Path, entry: dict) -> bool:
@@ -106,7 +111,7 @@ def _whole(path: Path, entry: dict) -> bool:
     return path.is_file() and path.stat().st_size == entry.get("size")
 
 
-def make(project: Path, stick: Path, bundle: Plan, say=print) -> dict:
+def make(project: Path, stick: Path, bundle: Plan, package: str = "", say=print) -> dict:
     """Download what ``bundle`` lacks, then write the requirement files, MNIST and the manifest."""
     needed = bundle.bytes_to_download()
     free = free_bytes(stick)
@@ -131,7 +136,7 @@ def make(project: Path, stick: Path, bundle: Plan, say=print) -> dict:
             "size": path.stat().st_size,
             "sha256": wheel.sha256 or install.sha256_of(path),
         }
-    parts = install.read_manifest(stick)["parts"] if (stick / install.MANIFEST).is_file() else {}
+    parts = _known(stick)["parts"]
     for part in bundle.parts:
         requirements = f"requirements/{part.name}.txt"
         (stick / requirements).write_text(_hashed(part, files), encoding="utf-8")
@@ -145,7 +150,13 @@ def make(project: Path, stick: Path, bundle: Plan, say=print) -> dict:
         }
     files.update(copy_mnist(project / "data", stick, say))
     shutil.copyfile(Path(install.__file__), stick / "install.py")
-    manifest = {"format": 1, "project": project.name, "files": files, "parts": parts}
+    manifest = {
+        "format": 1,
+        "project": project.name,
+        "package": package,
+        "files": files,
+        "parts": parts,
+    }
     (stick / "README.txt").write_text(room_readme(manifest), encoding="utf-8")
     (stick / install.MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     say(

@@ -18,7 +18,8 @@ def room_readme(manifest: dict) -> str:
         "2. python E:\\install.py STACK   (E:\\ is where this stick is; STACK as verify_install",
         "   names it). It checks every file against manifest.json first: a missing or damaged",
         "   file stops it with one sentence, before anything is installed.",
-        "3. python -m <package>.train --data-dir E:\\data   (MNIST from the stick)",
+        f"3. python -m {manifest.get('package') or '<package>'}.train --data-dir E:\\data"
+        "   (MNIST from the stick)",
         "",
         "verify_install --bundle E:\\ says whether this stick holds what the laptop needs.",
         "",
