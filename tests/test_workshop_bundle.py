@@ -4,9 +4,12 @@ environment installs the Linux part from it with no index and trains, and the Wi
 installs under Windows CPython (Wine). Stacks whose index this machine cannot reach are checked
 against a stand-in index of fake wheels with the same names, versions and local tags.
 
-The stick (about 3.5 GB) is kept in TEMPLATE_TEST_CACHE, keyed by the environment files and
-pyproject.toml, so that a warm run only resolves, checks and downloads nothing (measured on this
-machine: cold 55 s to make it, warm 15-40 s; installing the Linux part 1.5 min).
+The stick (3.46 GB: directml Linux 2.98 GB, directml Windows 0.31 GB, cpu macOS 0.22 GB) is kept
+in TEMPLATE_TEST_CACHE, keyed by the environment files and pyproject.toml, so that a warm run
+only resolves, checks and downloads nothing. Measured on a busy 2-core machine: making it cold
+about 55 s (the 3.3 GB download itself 23 s), a run with nothing to download 45-65 s (pip reads
+each wheel's metadata again); installing the Linux part and training one synthetic epoch 2.5
+min; installing the Windows part under Wine 2 min; the whole file 7 min 13 s warm.
 """
 
 from __future__ import annotations
