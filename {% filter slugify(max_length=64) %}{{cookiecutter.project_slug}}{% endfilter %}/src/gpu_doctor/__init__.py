@@ -9,5 +9,6 @@ subject; each rule holds its condition, wording, fix and code) -> ``probes`` wit
 JSON) -> ``render`` (text, Markdown). ``envcheck`` runs the standard-library part: the project
 generator's hook imports it from the freshly written ``src/`` before any environment exists.
 ``checkup`` runs all of it (``python -m <package>.verify_install``); ``summary`` summarises a
-room's ``--json`` reports (``python -m gpu_doctor.summary FOLDER``).
+room's ``--json`` reports (``python -m gpu_doctor.summary FOLDER``); ``bundle`` writes a workshop
+stick that a room installs from with no network (``python -m gpu_doctor.bundle make E:\\``).
 """

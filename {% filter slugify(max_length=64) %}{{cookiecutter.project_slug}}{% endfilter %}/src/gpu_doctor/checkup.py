@@ -5,6 +5,7 @@
     python -m <package>.verify_install --json     the report as JSON, for scripts and instructors
     python -m <package>.verify_install --markdown one machine's report to paste into an issue
     ... --output FILE                             the report into FILE (UTF-8), not to the screen
+    ... --bundle FOLDER                           whether a workshop stick holds what this needs
 
 The JSON's fields and every finding's stable ``code`` are listed in docs/report.md.
 
@@ -38,6 +39,7 @@ from typing import IO, Any, Sequence
 
 from . import amd_windows, emulation, envcheck, onnx_runtime_check, probes
 from .bounded import describe_error
+from .bundle.install import stick_verdict
 from .commands import (
     add_device_option,
     command,
@@ -355,6 +357,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(the PyCharm run configuration passes it: a CPU fallback is no failure for a student); "
         "the verdict and --json still say cpu-fallback",
     )
+    parser.add_argument(
+        "--bundle",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="a workshop stick (python -m gpu_doctor.bundle make): say whether it holds the "
+        "environment this machine needs, and what is missing",
+    )
     device = add_device_option(parser, "test")
     device.type = device_request  # checked now: a name that is no device is a usage error (2)
     args = parser.parse_args(argv)
@@ -396,10 +406,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = exit_status(report, args.cpu_fallback_ok)
     if args.file is None:
         write_out(report_text(report, code, args, sys.stdout))
-        return code
-    with args.file:
-        args.file.write(report_text(report, code, args, args.file) + "\n")
-    write_out(f"Report written to {args.output}: {VERDICTS.get(report.exit_code, 'unknown')}.")
+    else:
+        with args.file:
+            args.file.write(report_text(report, code, args, args.file) + "\n")
+        write_out(f"Report written to {args.output}: {VERDICTS.get(report.exit_code, 'unknown')}.")
+    if args.bundle is not None:  # stderr where stdout is JSON or Markdown
+        stack = (report.recommendation or {}).get("stack") or report.project.get("accelerator")
+        line = stick_verdict(args.bundle, stack or "cpu")
+        if args.json or args.markdown:
+            print(line, file=sys.stderr)
+        else:
+            write_out(line)
     return code
 
 
