@@ -125,6 +125,8 @@ def test_every_python_m_command_names_a_module_of_this_project(document):
         top, _, rest = module.partition(".")
         assert top in (PACKAGE, DOCTOR.name) and rest, f"{document}: python -m {module}"
         path = (SOURCES if top == PACKAGE else DOCTOR) / (rest.replace(".", "/") + ".py")
+        if not path.is_file():  # a package run with python -m: its __main__.py
+            path = path.with_suffix("") / "__main__.py"
         assert path.is_file(), f"{document}: python -m {module}: no {path.relative_to(ROOT)}"
         source = path.read_text(encoding="utf-8")
         assert "__main__" in source, f"{document}: {module} cannot run with python -m"
@@ -387,41 +389,24 @@ def test_the_template_version_is_shown(document):
 # ------------------------------------------------------------------------ workshop
 
 
-def requirement_name(spec: str) -> str:
-    return (
-        re.split(r"[<>=!~\[; ]", spec.strip().strip('"'), maxsplit=1)[0].lower().replace("_", "-")
+def test_the_workshop_checklist_makes_the_stick_and_installs_from_it():
+    """docs/workshop.md's day-before steps: the commands it names exist with these options
+    (what the stick holds is tested in tests/doctor/test_bundle.py)."""
+    workshop = read("docs/workshop.md")
+    from gpu_doctor import checkup
+
+    assert "python -m gpu_doctor.bundle make E:\\" in workshop
+    assert "install.py" in workshop and "--bundle E:\\" in workshop
+    assert (ROOT / "src" / "gpu_doctor" / "bundle" / "install.py").is_file()
+    assert checkup.parse_args(["--bundle", "E:\\"]).bundle
+    usage = subprocess.run(
+        [sys.executable, "-m", "gpu_doctor.bundle", "make", "--help"],
+        cwd=ROOT / "src",
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-
-
-def test_the_offline_wheelhouse_holds_every_requirement():
-    """docs/workshop.md downloads the wheels for a room without network: none may be missing."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        tomllib = pytest.importorskip("tomli")
-    pyproject = tomllib.loads(read("pyproject.toml"))
-    needed = list(pyproject["project"]["dependencies"]) + list(
-        pyproject["build-system"]["requires"]
-    )
-    for extra in pyproject["project"].get("optional-dependencies", {}).values():
-        needed += extra
-    command = next(line for line in read("docs/workshop.md").splitlines() if "pip download" in line)
-    # Quoted requirements with markers ("onnx==1.23.2; python_version >= '3.10'"): pip
-    # downloads those whose markers hold on the Windows machine that builds the wheelhouse.
-    words = [w.strip("\"';") for w in command.split("pip download", 1)[1].split()]
-    downloaded = {requirement_name(w) for w in words if not w.startswith("-") and "://" not in w}
-    downloaded.discard("wheelhouse")
-
-    assert {requirement_name(spec) for spec in needed} <= downloaded
-    # The default stack's pins: environment.yml (conda), requirements.txt (venv), or the
-    # same pins in environments/ (uv, whose pyproject.toml groups hold them too).
-    project = json.loads(read("src/gpu_doctor/project.json"))
-    files = ["environment.yml", "requirements.txt", f"environments/{project['accelerator']}.txt"]
-    environment = read(next(name for name in files if (ROOT / name).exists()))
-    # The wheelhouse is built on Windows for Windows: the macOS-only pins are not in it.
-    windows_lines = [line for line in environment.splitlines() if '== "darwin"' not in line]
-    for pin in re.findall(r"([A-Za-z][\w.-]*==[\w.+]+)", "\n".join(windows_lines)):
-        assert pin in words, f"the wheelhouse does not pin {pin}"
+    assert usage.returncode == 0 and "--stacks" in usage.stdout, usage.stdout + usage.stderr
 
 
 # ---------------------------------------------------------------- the checks of directml.md
