@@ -186,6 +186,12 @@ def test_a_damaged_stick_is_one_sentence_and_pip_never_runs(tmp_path, monkeypatc
     assert len(error.strip().splitlines()) == 1
 
 
+def test_a_stick_that_is_not_there_asks_for_the_drive(tmp_path):
+    verdict = install.stick_verdict(tmp_path / "E", "cpu")
+
+    assert f"There is no folder {tmp_path / 'E'}: is the stick plugged in" in verdict
+
+
 def test_a_stick_without_the_stack_names_what_it_holds(tmp_path):
     stick = small_stick(tmp_path)
     with pytest.raises(install.StickProblem, match="holds no directml environment.*it holds: cpu"):

@@ -55,6 +55,10 @@ def sha256_of(path: Path) -> str:
 
 def read_manifest(stick: Path) -> dict:
     path = stick / MANIFEST
+    if not stick.is_dir():
+        raise StickProblem(
+            f"There is no folder {stick}: is the stick plugged in, and is that its drive letter?"
+        )
     if not path.is_file():
         raise StickProblem(f"{path} is missing, so {stick} is no workshop stick: {REMAKE}.")
     try:
