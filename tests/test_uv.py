@@ -148,7 +148,10 @@ def run_uv(project: Path, *args: str, env: dict | None = None, timeout: float = 
         "UV_NO_PROGRESS": "1",
         **(env or {}),
     }
-    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH", "PYTEST_ADDOPTS"):
+    # What the test runner's own launch set (an active venv; pyenv's `python` pins its
+    # version for everything below it, which hides the project's .python-version).
+    leaked = ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH", "PYTEST_ADDOPTS")
+    for name in (*leaked, "PYENV_VERSION", "PYENV_DIR"):
         full_env.pop(name, None)
     if env:
         full_env.update(env)
