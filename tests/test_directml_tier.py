@@ -216,7 +216,8 @@ def test_directml_computes_ones_times_two_and_a_dxil_kernel_as_the_cpu(probed):
 
 def test_the_directml_facts_hold_on_directml_kernels(dml, project, tmp_path):
     junit = tmp_path / "junit.xml"
-    args = ["-m", "pytest", "-v", "-s", "--durations=5", "-p", "no:cacheprovider", FACTS_FILE]
+    options = ["-v", "-s", "--durations=5", "-p", "no:cacheprovider"]
+    args = wine_python.pytest_args(*options, FACTS_FILE)
     result = run_project(dml, project, *args, "--junitxml", wine_python.winpath(junit))
     found = outcomes(junit)
 

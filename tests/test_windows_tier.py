@@ -361,7 +361,7 @@ def run_generated_suite(winpy, project: Path, junit: Path) -> tuple[wine_python.
     """pytest -v in the baked project on Windows CPython: the result and its summary line.
     A run that ends without pytest's summary line fails here, saying where it stopped."""
     deselect = [arg for test in WINE_LIMITS for arg in ("--deselect", test)]
-    command = ["-m", "pytest", "-v", "-p", "no:cacheprovider", *deselect]
+    command = wine_python.pytest_args("-v", "-p", "no:cacheprovider", *deselect)
     command += ["--junitxml", wine_python.winpath(junit)]
     # Every child Python a test starts gets SUITE_CHILD_SCALE times its limit (torch imports
     # slowly under Wine); the suite as a whole still has SUITE_TIMEOUT.

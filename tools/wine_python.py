@@ -67,6 +67,21 @@ WINEBOOT_TIMEOUT = 300
 DEFAULT_TIMEOUT = 300
 
 
+# `python.exe -m pytest ARGS`, with Wine's desktop started first by pytest itself. Wine starts
+# its desktop (explorer.exe) for the first process that asks for a window, e.g. a GPU query;
+# started by a test's child, explorer keeps that child's stdout pipe open for the rest of the
+# run and the test's communicate() never returns.
+PYTEST_WITH_DESKTOP = (
+    "import ctypes, sys, pytest; ctypes.windll.user32.GetDesktopWindow(); "
+    "sys.exit(pytest.main(sys.argv[1:]))"
+)
+
+
+def pytest_args(*args: str) -> list[str]:
+    """python.exe's arguments for pytest ARGS (see PYTEST_WITH_DESKTOP)."""
+    return ["-c", PYTEST_WITH_DESKTOP, *args]
+
+
 class WineSetupError(RuntimeError):
     """Something the tier needs could not be installed; the message says what and why."""
 

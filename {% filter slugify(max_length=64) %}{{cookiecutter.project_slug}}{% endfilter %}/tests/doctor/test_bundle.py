@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -27,6 +28,10 @@ from gpu_doctor.bundle.resolve import (
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
+# The bundle asks pip where each wheel is; an embeddable Python may come without pip.
+needs_pip = pytest.mark.skipif(
+    importlib.util.find_spec("pip") is None, reason="this Python has no pip, which resolve runs"
+)
 
 
 def fake_wheel(folder: Path, name: str, version: str, tag: str, requires=()) -> Path:
@@ -49,6 +54,7 @@ def fake_wheel(folder: Path, name: str, version: str, tag: str, requires=()) -> 
 
 
 @pytest.mark.slow
+@needs_pip
 def test_each_platform_gets_the_dependencies_its_own_markers_ask_for(tmp_path):
     """pip evaluates markers for the machine it runs on; the bundle evaluates them per platform:
     here torch needs one package on Windows only and another on Linux only."""
@@ -76,6 +82,7 @@ def test_each_platform_gets_the_dependencies_its_own_markers_ask_for(tmp_path):
 
 
 @pytest.mark.slow
+@needs_pip
 def test_a_gpu_extra_brings_that_gpus_kernels_only(tmp_path):
     """AMD's Windows torch names each GPU's kernels as an extra (torch[device-gfx1151]): the
     stick carries the kernels of the GPUs named with --gfx, not every GPU's."""

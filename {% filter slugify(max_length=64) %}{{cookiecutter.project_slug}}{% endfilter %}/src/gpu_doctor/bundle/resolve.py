@@ -9,6 +9,7 @@ dependencies itself, because pip evaluates markers for the machine it runs on.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -91,12 +92,19 @@ def with_extras(line: str, extras: dict[str, list[str]]) -> str:
 def pip_report(requirements: list[str], options: list[str]) -> list[dict]:
     """pip's installation report for ``requirements`` alone (no dependencies, nothing downloaded
     but metadata)."""
+    if importlib.util.find_spec("pip") is None:
+        raise ResolveError(
+            "this Python has no pip, which finds the wheels: run `python -m ensurepip`, then "
+            "this again"
+        )
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "report.json"
+        # --target: pip before 23.3 (Python 3.11's own) refuses --platform without it, even for a
+        # dry run; nothing is written there
         command = [
             sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
             "--no-deps", "--quiet", "--disable-pip-version-check", "--report", str(report),
-            *options, *requirements,
+            "--target", str(Path(folder) / "target"), *options, *requirements,
         ]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
