@@ -40,6 +40,11 @@ CODES = {
 # The device kind each stack trains on, where the two names differ (torch calls both CUDA
 # builds' devices "cuda").
 DEVICE_KIND = {"cuda-legacy": "cuda", "rocm-windows": "cuda"}
+# (code, check): each check reads torch's error and names the build with this GPU's kernels
+KERNEL_CHECKS = (
+    ("ROCM-INVALID-DEVICE-FUNCTION", rocm.invalid_device_function),
+    ("ROCM-WINDOWS-INVALID-IMAGE", rocm_windows.invalid_image),
+)
 
 
 def device_findings(
@@ -83,22 +88,11 @@ def device_findings(
                 fix, role = hidden, ""
             code = f"DEVICE-UNAVAILABLE-{missing.kind.upper()}"
             found = f"{missing.kind} unavailable: {missing.reason}."
-            kernels = rocm.invalid_device_function(missing.reason, recommendation, project)
-            if kernels:
-                code, found, fix, role = (
-                    "ROCM-INVALID-DEVICE-FUNCTION",
-                    f"{found} {kernels[0]}",
-                    kernels[1],
-                    "",
-                )
-            wrong_kernels = rocm_windows.invalid_image(missing.reason, recommendation, project)
-            if wrong_kernels:
-                code, found, fix, role = (
-                    "ROCM-WINDOWS-INVALID-IMAGE",
-                    f"{found} {wrong_kernels[0]}",
-                    wrong_kernels[1],
-                    "",
-                )
+            # ROCm without kernels for this GPU: the build to install, not the driver, is the fix
+            for kernel_code, no_kernels in KERNEL_CHECKS:
+                kernels = no_kernels(missing.reason, recommendation, project)
+                if kernels:
+                    code, found, fix, role = kernel_code, f"{found} {kernels[0]}", kernels[1], ""
             image = None
             if missing.kind == "cuda":
                 text = f"{missing.reason} {torch_said}"
