@@ -224,7 +224,6 @@ def environment_choice(answers: dict, best) -> list:
 
 def editor_steps(answers: dict, best) -> list:
     """How to get the interpreter and run the configurations in the chosen editors."""
-    steps = []
     conda = answers["env_manager"] == "conda"
     if answers["env_manager"] == "uv":
         return uv_editor_steps(answers, best)
@@ -242,16 +241,21 @@ def editor_steps(answers: dict, best) -> list:
             f"Interpreter > Add Local Interpreter > {kind} > {name}"
         )
         vscode_interpreter = f"create the {stack} environment as above and select {name}"
+    vscode = f"open the folder, {vscode_interpreter} as its interpreter"
+    return ide_lines(answers, interpreter, vscode)
+
+
+def ide_lines(answers: dict, pycharm: str, vscode: str) -> list:
+    """One line for each chosen editor: ``pycharm`` and ``vscode`` say how to get the
+    interpreter; both lines end at the first run configuration."""
+    steps = []
     if answers["ide"] in ("pycharm", "both"):
         steps.append(
-            f"In PyCharm: File > Open the folder, {interpreter}, then run '1. Verify install' "
-            "and the numbered steps after it from the run configurations at the top right."
+            f"In PyCharm: File > Open the folder, {pycharm}, then run '1. Verify install' and "
+            "the numbered steps after it from the run configurations at the top right."
         )
     if answers["ide"] in ("vscode", "both"):
-        steps.append(
-            f"In VS Code: open the folder, {vscode_interpreter} as its interpreter, then run "
-            "'1. Verify install' from Run and Debug."
-        )
+        steps.append(f"In VS Code: {vscode}, then run '1. Verify install' from Run and Debug.")
     return steps
 
 
@@ -286,18 +290,8 @@ def uv_editor_steps(answers: dict, best) -> list:
             f'own `uv sync` installs the default group, {default}: name "{best["stack"]}" in '
             "pyproject.toml's default-groups to keep it)"
         )
-    steps = []
-    if answers["ide"] in ("pycharm", "both"):
-        steps.append(
-            f"In PyCharm: File > Open the folder, {pycharm}, then run '1. Verify install' and "
-            "the numbered steps after it from the run configurations at the top right."
-        )
-    if answers["ide"] in ("vscode", "both"):
-        steps.append(
-            "In VS Code: open the folder after `uv sync`, select .venv's interpreter, then run "
-            "'1. Verify install' from Run and Debug."
-        )
-    return steps
+    vscode = "open the folder after `uv sync`, select .venv's interpreter"
+    return ide_lines(answers, pycharm, vscode)
 
 
 def next_steps(answers: dict, project_dir: Path, best=None) -> str:
