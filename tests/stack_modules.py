@@ -47,6 +47,13 @@ OTHER_ENVIRONMENT_MODULES = {
     "zipp": ["zipp"],  # importlib-metadata and importlib-resources
     "six": ["six"],  # python-dateutil 2.x, which older Pythons resolve for matplotlib
 }
+# Modules of stacks whose wheels this machine cannot install (AMD's index is not reachable
+# from it): read from the folders those wheels put in site-packages, as users of AMD's
+# Windows build list them (_rocm_sdk_core/bin holds amdhip64_7.dll); NOT confirmed in the
+# wheels themselves.
+UNREACHABLE_STACK_MODULES = {
+    "rocm-windows": ["rocm_sdk", "_rocm_sdk_core", "_rocm_sdk_libraries_custom"],
+}
 MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
 KEY = '"_reserved_modules"'
 
@@ -142,7 +149,7 @@ def stack_modules() -> dict:
     modules = set()
     for dist in found.values():
         modules |= top_level_names(dist)
-    for names in OTHER_ENVIRONMENT_MODULES.values():
+    for names in [*OTHER_ENVIRONMENT_MODULES.values(), *UNREACHABLE_STACK_MODULES.values()]:
         modules |= set(names)
     pins_of_other_stacks = {"torch-directml", "onnxruntime-directml"}  # Windows-only builds
     return {
