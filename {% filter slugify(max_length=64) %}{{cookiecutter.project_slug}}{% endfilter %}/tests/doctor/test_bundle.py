@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -28,10 +28,20 @@ from gpu_doctor.bundle.resolve import (
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def has_pip() -> bool:
+    """Whether pip is installed, asked of its metadata: importlib.util.find_spec("pip") would
+    make setuptools' distutils shim step aside for the rest of the session."""
+    try:
+        importlib.metadata.version("pip")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 # The bundle asks pip where each wheel is; an embeddable Python may come without pip.
-needs_pip = pytest.mark.skipif(
-    importlib.util.find_spec("pip") is None, reason="this Python has no pip, which resolve runs"
-)
+needs_pip = pytest.mark.skipif(not has_pip(), reason="this Python has no pip, which resolve runs")
 
 
 def fake_wheel(folder: Path, name: str, version: str, tag: str, requires=()) -> Path:

@@ -291,18 +291,21 @@ def room_report(folder, name, recommended, active, status="works"):
     (folder / f"{name}.json").write_text(json.dumps(report), encoding="utf-8")
 
 
+def recommended_rows(machines) -> list:
+    """The summary's "Recommended environments" table, each row split into words."""
+    section = summarise(machines).split("Recommended environments")[1].split("Machines (")[0]
+    return [line.split() for line in section.splitlines() if line.strip()[:1].isalpha()]
+
+
 def test_machines_are_counted_per_recommended_stack_with_who_is_on_another(tmp_path):
     room_report(tmp_path, "ana-arc", "xpu", "xpu")
     room_report(tmp_path, "ben-arc", "xpu", "directml")
     room_report(tmp_path, "chen-geforce", "cuda", "cuda")
     room_report(tmp_path, "dara-radeon", "directml", "directml")
     room_report(tmp_path, "eli-radeon", "directml", "directml")
-    machines = load_folder(tmp_path).machines
 
-    text = summarise(machines)
+    rows = recommended_rows(load_folder(tmp_path).machines)
 
-    section = text.split("Recommended environments")[1].split("Machines (")[0]
-    rows = [line.split() for line in section.splitlines() if line.strip()[:1].isalpha()]
     assert ["xpu", "2", "ben-arc.json", "(on", "directml)"] in rows
     assert ["directml", "2", "-"] in rows
     assert ["cuda", "1", "-"] in rows
@@ -313,10 +316,8 @@ def test_the_legacy_cuda_stack_is_counted_like_the_others(tmp_path):
     room_report(tmp_path, "gus-p100", "cuda-legacy", "cuda-legacy")
     room_report(tmp_path, "hana-rtx-3060", "cuda", "cuda")
 
-    text = summarise(load_folder(tmp_path).machines)
+    rows = recommended_rows(load_folder(tmp_path).machines)
 
-    section = text.split("Recommended environments")[1].split("Machines (")[0]
-    rows = [line.split() for line in section.splitlines() if line.strip()[:1].isalpha()]
     assert ["cuda-legacy", "2", "fay-gtx-1060.json", "(on", "cuda)"] in rows
     assert ["cuda", "1", "-"] in rows
 
@@ -327,10 +328,8 @@ def test_amds_windows_stack_is_counted_apart_from_directml_and_linux_rocm(tmp_pa
     room_report(tmp_path, "kai-rx-6700", "directml", "directml")
     room_report(tmp_path, "lea-linux-7900", "rocm", "rocm")
 
-    text = summarise(load_folder(tmp_path).machines)
+    rows = recommended_rows(load_folder(tmp_path).machines)
 
-    section = text.split("Recommended environments")[1].split("Machines (")[0]
-    rows = [line.split() for line in section.splitlines() if line.strip()[:1].isalpha()]
     assert ["rocm-windows", "2", "ida-rx-7800.json", "(on", "directml)"] in rows
     assert ["directml", "1", "-"] in rows and ["rocm", "1", "-"] in rows
 

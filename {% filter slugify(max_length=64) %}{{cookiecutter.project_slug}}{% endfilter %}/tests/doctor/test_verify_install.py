@@ -626,33 +626,27 @@ HIP_ERROR = (
 HIP_SMOKE = "cuda:0 failed a smoke test: RuntimeError: " + HIP_ERROR.splitlines()[0]
 
 
-class HipLeNet(model.LeNet5):
-    """ROCm without kernels for the GPU's gfx target: the first layer on the 'device' fails."""
+def lenet_failing_on_the_device(error: str, layer: str = "conv1", base=model.LeNet5) -> type:
+    """A LeNet whose ``layer`` raises ``error`` once moved to the 'device'."""
 
-    def to(self, *args, **kwargs):
-        moved = super().to(*args, **kwargs)
+    class FailingLeNet(base):
+        def to(self, *args, **kwargs):
+            moved = super().to(*args, **kwargs)
 
-        def forward(x):
-            raise RuntimeError(HIP_ERROR)
+            def forward(x):
+                raise RuntimeError(error)
 
-        moved.conv1.forward = forward
-        return moved
+            getattr(moved, layer).forward = forward
+            return moved
+
+    return FailingLeNet
 
 
+# ROCm without kernels for the GPU's gfx target: the first layer on the 'device' fails.
+HipLeNet = lenet_failing_on_the_device(HIP_ERROR)
 INVALID_IMAGE = "HIP error: invalid device image (hipErrorInvalidImage)"
-
-
-class InvalidImageLeNet(model.LeNet5):
-    """AMD's ROCm build for Windows without this GPU's kernels: every kernel fails."""
-
-    def to(self, *args, **kwargs):
-        moved = super().to(*args, **kwargs)
-
-        def forward(x):
-            raise RuntimeError(INVALID_IMAGE)
-
-        moved.conv1.forward = forward
-        return moved
+# AMD's ROCm build for Windows without this GPU's kernels: every kernel fails.
+InvalidImageLeNet = lenet_failing_on_the_device(INVALID_IMAGE)
 
 
 ROCM_RX_7800 = devices.DeviceOption(  # AMD's Windows build lists it as cuda:0
@@ -1217,17 +1211,8 @@ class GpuLeNet(model.LeNet5):
         return logits
 
 
-class Conv2FailsLeNet(GpuLeNet):
-    """conv2 fails on the 'device'; conv1 and everything on the CPU work."""
-
-    def to(self, *args, **kwargs):
-        moved = super().to(*args, **kwargs)
-
-        def forward(x):
-            raise RuntimeError(COMPILE_GRAPH)
-
-        moved.conv2.forward = forward
-        return moved
+# conv2 fails on the 'device'; conv1 and everything on the CPU work.
+Conv2FailsLeNet = lenet_failing_on_the_device(COMPILE_GRAPH, "conv2", GpuLeNet)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ dependencies itself, because pip evaluates markers for the machine it runs on.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -92,11 +91,6 @@ def with_extras(line: str, extras: dict[str, list[str]]) -> str:
 def pip_report(requirements: list[str], options: list[str]) -> list[dict]:
     """pip's installation report for ``requirements`` alone (no dependencies, nothing downloaded
     but metadata)."""
-    if importlib.util.find_spec("pip") is None:
-        raise ResolveError(
-            "this Python has no pip, which finds the wheels: run `python -m ensurepip`, then "
-            "this again"
-        )
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "report.json"
         # --target: pip before 23.3 (Python 3.11's own) refuses --platform without it, even for a
@@ -108,6 +102,11 @@ def pip_report(requirements: list[str], options: list[str]) -> list[dict]:
         ]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
+            if "No module named pip" in result.stderr:
+                raise ResolveError(
+                    "this Python has no pip, which finds the wheels: run `python -m ensurepip`, "
+                    "then this again"
+                )
             lines = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
             raise ResolveError(lines[0][len("ERROR: ") :] if lines else result.stderr.strip())
         return json.loads(report.read_text(encoding="utf-8"))["install"]
