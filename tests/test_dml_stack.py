@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -46,6 +47,9 @@ def dml_python(baked) -> str:
     pins = sorted(line for line in requirements.splitlines() if "==" in line)
     key = hashlib.sha256(f"{sys.version_info[:2]}{pins}".encode()).hexdigest()[:12]
     directory = cache_root() / f"dml-stack-{key}"
+    for old in cache_root().glob("dml-stack-*"):  # 5.4 GB each: keep only this pin set's
+        if old != directory:
+            shutil.rmtree(old, ignore_errors=True)
     python = venv_python(directory)
     if not python.exists():
         venv.EnvBuilder(with_pip=True, clear=True).create(directory)
