@@ -19,7 +19,9 @@ import pytest
 from gpu_doctor.bundle import install, make
 from gpu_doctor.bundle.platforms import TARGETS
 from gpu_doctor.bundle.resolve import (
+    ResolveError,
     Wheel,
+    pip_failure,
     project_requirements,
     read_environment_file,
     resolve,
@@ -111,6 +113,33 @@ def test_a_gpu_extra_brings_that_gpus_kernels_only(tmp_path):
     )
 
     assert [wheel.name for wheel in found] == ["kernels-gfx1151", "torch"]
+
+
+@pytest.mark.slow
+@needs_pip
+def test_an_index_out_of_reach_is_named_not_taken_for_a_conflict(monkeypatch):
+    """Offline, pip says the pins have "conflicting dependencies"; the instructor is told which
+    index could not be reached."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no find-links of this machine's pip
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    unreachable = ["--index-url", "http://127.0.0.1:9/simple", "--retries", "0", "--timeout", "5"]
+
+    with pytest.raises(ResolveError) as raised:
+        resolve(["torch==2.14.1"], TARGETS["win_amd64"], PYTHON, unreachable)
+
+    assert str(raised.value).startswith("Could not reach 127.0.0.1:9: ")
+    assert "conflicting" not in str(raised.value)
+
+
+def test_pips_telling_line_is_chosen_over_its_note_on_yanked_versions():
+    stderr = (
+        "ERROR: Ignored the following yanked versions: 0.1.6, 0.1.7\n"
+        "ERROR: Could not find a version that satisfies the requirement alpha==9 (from versions:"
+        " 0.1.6)\nERROR: No matching distribution found for alpha==9\n"
+    )
+
+    assert pip_failure(stderr) == "No matching distribution found for alpha==9"
+    assert pip_failure("ERROR: Something else\n") == "Something else"
 
 
 def test_the_environment_file_gives_its_pins_and_index_and_leaves_the_project_out():

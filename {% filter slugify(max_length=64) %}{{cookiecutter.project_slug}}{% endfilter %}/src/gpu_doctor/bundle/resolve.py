@@ -10,13 +10,16 @@ dependencies itself, because pip evaluates markers for the machine it runs on.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import unquote, urlparse
 
 from .platforms import Target
 
@@ -102,14 +105,39 @@ def pip_report(requirements: list[str], options: list[str]) -> list[dict]:
         ]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
-            if "No module named pip" in result.stderr:
-                raise ResolveError(
-                    "this Python has no pip, which finds the wheels: run `python -m ensurepip`, "
-                    "then this again"
-                )
-            lines = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
-            raise ResolveError(lines[0][len("ERROR: ") :] if lines else result.stderr.strip())
+            raise ResolveError(pip_failure(result.stderr))
         return json.loads(report.read_text(encoding="utf-8"))["install"]
+
+
+def pip_failure(stderr: str) -> str:
+    """pip's failure in one sentence: its most telling ERROR line."""
+    if "No module named pip" in stderr:
+        return "this Python has no pip, which finds the wheels: run `python -m ensurepip` first"
+    errors = [line[len("ERROR: ") :] for line in stderr.splitlines() if line.startswith("ERROR: ")]
+    for telling in ("No matching distribution found", "Could not find a version"):
+        found = [line for line in errors if line.startswith(telling)]
+        if found:
+            return found[0]
+    # pip's first ERROR line may be a note ("Ignored the following yanked versions: ...")
+    errors = [line for line in errors if not line.startswith("Ignored the following")]
+    return errors[0] if errors else stderr.strip()
+
+
+def unreachable_indexes(options: list[str]) -> list[str]:
+    """The indexes of ``options`` (PyPI when none is named) that do not answer at all: offline,
+    pip reports "conflicting dependencies" or "no matching distribution" instead."""
+    urls = [options[i + 1] for i, option in enumerate(options[:-1]) if option.endswith("index-url")]
+    if "--index-url" not in options and "PIP_INDEX_URL" not in os.environ:
+        urls.append("https://pypi.org/simple/")
+    out_of_reach = []
+    for url in urls:
+        try:
+            urllib.request.urlopen(url, timeout=15).close()
+        except urllib.error.HTTPError:
+            continue  # it answered
+        except (OSError, ValueError):
+            out_of_reach.append(urlparse(url).netloc or url)
+    return out_of_reach
 
 
 def resolve(
@@ -147,6 +175,13 @@ def resolve(
         try:
             items = pip_report(lines, options)
         except ResolveError as error:
+            hosts = unreachable_indexes(options)
+            if hosts:
+                raise ResolveError(
+                    f"Could not reach {', '.join(hosts)}: the stick is made on a machine with the "
+                    "network (check the connection or the proxy; --index STACK=URL names a mirror "
+                    "of a stack's index)"
+                ) from None
             raise ResolveError(f"{error} (for {target.label}, Python {python})") from None
         for item in items:
             metadata = item["metadata"]
