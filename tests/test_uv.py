@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 from conftest import STACKS
 from packaging.markers import Marker
-from standin_index import Standin, serve, write_index
+from standin_index import serve, write_index
+from vendor_shape import index_only_names, stack_standins
 
 UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
 
@@ -123,22 +124,33 @@ def test_a_stack_with_a_pip_extra_per_gpu_gets_a_group_per_gpu(bake_once):
         assert {"index": "pytorch-gpu-extras", "group": group} in sources
 
 
+def group_names(lines: list[str]) -> set[str]:
+    """The package names of a dependency group's lines (extras, pins and markers aside)."""
+    return {re.split(r"[\[=;<>~! ]", line, maxsplit=1)[0].strip() for line in lines}
+
+
+def test_each_group_names_what_only_its_vendors_index_serves(uv_project):
+    """A source applies only to a package the project names itself (uv #8253), so each group
+    names every package of its stack's record (cookiecutter.json's index_only), and takes each
+    from its stack's index: forgetting one sends uv to PyPI, where it is missing or a decoy."""
+    pyproject = uv_project.toml("pyproject.toml")
+    groups = pyproject["dependency-groups"]
+    sources = pyproject["tool"]["uv"]["sources"]
+    checked = 0
+    for name, stack in indexed_stacks().items():
+        gfx_groups = {"": name} | {g: f"{name}-{g}" for g in stack.get("gfx_targets", [])}
+        for gfx, group in gfx_groups.items():
+            if group not in groups:
+                continue  # a stack without a GPU extra has its plain group only
+            wanted = index_only_names(stack, gfx)
+            assert wanted <= group_names(groups[group]), (group, wanted - group_names(groups[group]))
+            for package in wanted:
+                assert {"index": f"pytorch-{name}", "group": group} in sources[package]
+                checked += 1
+    assert checked > 50  # rocm's device packages, rocm-windows' per-GPU packages, triton-xpu
+
+
 # -- uv itself, on a copy whose PyTorch indexes are stand-ins ----------------------------------
-
-
-def standins(name: str, stack: dict) -> list[Standin]:
-    tag = stack["local_version"]
-    torch = stack["pins"]["torch"]
-    extras = (
-        tuple(stack["device_extra"].replace("{gfx}", gfx) for gfx in stack.get("gfx_targets", []))
-        if stack.get("device_extra")
-        else ()
-    )
-    wheels = [
-        Standin("torch", torch + tag, extras=extras),
-        Standin("torchvision", stack["pins"]["torchvision"] + tag, requires=(f"torch=={torch}",)),
-    ]
-    return wheels + [Standin(package, "3.5.0") for package in stack.get("uv_index_packages", {})]
 
 
 def run_uv(project: Path, *args: str, env: dict | None = None, timeout: float = 1800):
@@ -166,7 +178,7 @@ def standin_copy(source: Path, tmp: Path) -> Iterator[tuple[Path, dict]]:
     served while the block runs: yields (the copy, {stack: its index URL})."""
     root = tmp / "standin-indexes"
     for name, stack in indexed_stacks().items():
-        write_index(root / name, standins(name, stack))
+        write_index(root / name, stack_standins(stack))
     project = tmp / source.name
     shutil.copytree(source, project)
     with serve(root) as url:
@@ -188,6 +200,53 @@ def served(uv_project, tmp_path_factory):
         locked = run_uv(project, "lock")
         assert locked.returncode == 0, locked.stderr[-4000:]
         yield project, urls
+
+
+def without_package(pyproject: str, group: str, package: str) -> str:
+    """``pyproject`` as if its dependency group ``group`` had never named ``package``: its line
+    and its source for that group taken out (the other groups keep theirs)."""
+
+    def drop(text: str, block: str, unwanted) -> str:
+        head, found, rest = text.partition(f"\n{block} = [\n")
+        assert found, f"no {block} = [...] in pyproject.toml"
+        body, _, tail = rest.partition("\n]\n")
+        kept = [line for line in body.splitlines() if not unwanted(line)]
+        assert len(kept) == len(body.splitlines()) - 1, f"{package}: no single line in {block}"
+        if not kept:  # uv refuses an empty list of sources: the key goes
+            return f"{head}\n{tail}"
+        return f"{head}\n{block} = [\n" + "\n".join(kept) + f"\n]\n{tail}"
+
+    text = drop(pyproject, group, lambda line: group_names([line.strip(" ',")]) == {package})
+    before, _, sources = text.partition("[tool.uv.sources]")
+    sources = drop(sources, package, lambda line: f'group = "{group}" ' in line)
+    return before + "[tool.uv.sources]" + sources
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+@pytest.mark.parametrize(
+    ("group", "package"),
+    [
+        ("rocm-windows", "rocm-sdk-core"),  # PyPI has a decoy 0.1.0
+        ("rocm-windows-gfx1151", "amd-torch-device-gfx115x"),
+        ("rocm", "rocm-sdk-device-gfx1250"),
+        ("xpu", "triton-xpu"),
+    ],
+)
+def test_the_lock_fails_when_a_group_forgets_one_vendor_only_package(served, group, package):
+    """The stand-ins require what the real wheels require, so the lock breaks as the real one
+    would: the other groups still name the package, this one sends uv to PyPI for it."""
+    project, _ = served
+    broken = project.parent / f"forgot-{package}"
+    shutil.copytree(project, broken, ignore=shutil.ignore_patterns(".venv*", "uv.lock"))
+    text = (broken / "pyproject.toml").read_text(encoding="utf-8")
+    (broken / "pyproject.toml").write_text(without_package(text, group, package), encoding="utf-8")
+
+    result = run_uv(broken, "lock")
+
+    assert result.returncode != 0
+    assert "no version of" in result.stderr or "not found" in result.stderr, result.stderr[-3000:]
+    assert package in result.stderr, result.stderr[-3000:]
 
 
 def locked_packages(project: Path, name: str) -> list[dict]:

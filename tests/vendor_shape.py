@@ -1,0 +1,112 @@
+"""Stand-in wheels shaped like a stack's real ones, from the record in cookiecutter.json: each
+stack's ``index_only`` rows say what its torch (and torchvision, and their GPU extras) require
+that only the stack's own index serves, with a source for each row. The stand-in torch declares
+exactly those requirements, and the stand-in index serves each of those packages, so a uv
+project that forgets to name one of them fails to lock here as it would against the real
+index (PyPI has no such version, or only a decoy: ``rocm`` 0.1.0, ``rocm-sdk-core`` 0.1.0).
+
+    wheels = stack_standins(STACKS["rocm-windows"])   # torch, torchvision, rocm, rocm-sdk-...
+    names = index_only_names(STACKS["rocm-windows"], "gfx1151")   # what that group must name
+
+What PyPI serves to every project alike (the nvidia-* libraries, Intel's runtime) is left out:
+PyPI answers for those whatever the project names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from standin_index import Standin
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One expanded row: ``package==version`` required by ``requirer`` (a distribution name)
+    under ``extra`` ("" for none), on ``marker`` ("" for every platform)."""
+
+    package: str
+    version: str
+    requirer: str
+    extra: str
+    marker: str
+
+    def line(self) -> str:
+        conditions = [f"({self.marker})"] if self.marker else []
+        if self.extra:
+            conditions.append(f'extra == "{self.extra}"')
+        return f"{self.package}=={self.version}" + ("; " + " and ".join(conditions) if conditions else "")
+
+
+def _split(required_by: str) -> tuple[str, str]:
+    """"rocm[libraries]" -> ("rocm", "libraries"); "torch" -> ("torch", "")."""
+    match = re.fullmatch(r"([A-Za-z0-9_.\-]+)(?:\[(.+)\])?", required_by)
+    assert match, f"a row's required_by must be a name with an optional extra: {required_by!r}"
+    return match.group(1), match.group(2) or ""
+
+
+def expanded(stack: dict) -> list[Requirement]:
+    """Every row of the stack's record with its GPU placeholders filled in: ``{gfx}`` in
+    ``required_by`` over the stack's gfx_targets (one GPU extra each), ``{gfx}`` in the package
+    alone over its ``device_all`` list, ``{family}`` over the families that hold the GPU."""
+    found = []
+    for row in stack.get("index_only", []):
+        marker = row.get("marker", "")
+        if "{gfx}" in row["required_by"]:
+            for gfx in stack.get("gfx_targets", []):
+                families = [
+                    family
+                    for family, members in stack.get("device_families", {}).items()
+                    if gfx in members
+                ]
+                packages = (
+                    [row["package"].replace("{family}", family) for family in families]
+                    if "{family}" in row["package"]
+                    else [row["package"].replace("{gfx}", gfx)]
+                )
+                requirer, extra = _split(row["required_by"].replace("{gfx}", gfx))
+                found += [Requirement(p, row["version"], requirer, extra, marker) for p in packages]
+        elif "{gfx}" in row["package"]:
+            requirer, extra = _split(row["required_by"])
+            for gfx in stack["device_all"]:
+                package = row["package"].replace("{gfx}", gfx)
+                found.append(Requirement(package, row["version"], requirer, extra, marker))
+        else:
+            requirer, extra = _split(row["required_by"])
+            found.append(Requirement(row["package"], row["version"], requirer, extra, marker))
+    return found
+
+
+def index_only_names(stack: dict, gfx: str = "") -> set[str]:
+    """The packages a uv group of this stack must name (with the GPU ``gfx``'s extra, or none)."""
+    wanted_extra = f"device-{gfx}" if gfx else ""
+    return {
+        r.package
+        for r in expanded(stack)
+        if not r.extra.startswith("device-gfx") or r.extra == wanted_extra
+    }
+
+
+def stack_standins(stack: dict) -> list[Standin]:
+    """torch and torchvision at the stack's pins and build tag, and every package its record
+    names, each declaring what the record says it requires (extras included)."""
+    tag = stack["local_version"]
+    versions = {name: version + tag for name, version in stack["pins"].items()}
+    requirements = expanded(stack)
+    for r in requirements:
+        versions.setdefault(r.package, r.version)
+    requires: dict[str, list[str]] = {name: [] for name in versions}
+    extras: dict[str, set[str]] = {name: set() for name in versions}
+    for r in requirements:
+        requires[r.requirer].append(r.line())
+        if r.extra:
+            extras[r.requirer].add(r.extra)
+    device = stack.get("device_extra")
+    for gfx in stack.get("gfx_targets", []) if device else []:
+        for name in ("torch", "torchvision"):  # the extra exists even where nothing is recorded
+            extras[name].add(device.replace("{gfx}", gfx))
+    requires["torchvision"].append(f"torch=={stack['pins']['torch']}")
+    return [
+        Standin(name, version, requires=tuple(requires[name]), extras=tuple(sorted(extras[name])))
+        for name, version in versions.items()
+    ]
