@@ -26,6 +26,7 @@ class Requirement:
     under ``extra`` ("" for none), on ``marker`` ("" for every platform)."""
 
     package: str
+    extras: str  # what the requirer asks of it: "libraries,device-all" for rocm[...]
     version: str
     requirer: str
     extra: str
@@ -35,7 +36,8 @@ class Requirement:
         conditions = [f"({self.marker})"] if self.marker else []
         if self.extra:
             conditions.append(f'extra == "{self.extra}"')
-        return f"{self.package}=={self.version}" + ("; " + " and ".join(conditions) if conditions else "")
+        asked = f"[{self.extras}]" if self.extras else ""
+        return f"{self.package}{asked}=={self.version}" + ("; " + " and ".join(conditions) if conditions else "")
 
 
 def _split(required_by: str) -> tuple[str, str]:
@@ -52,6 +54,7 @@ def expanded(stack: dict) -> list[Requirement]:
     found = []
     for row in stack.get("index_only", []):
         marker = row.get("marker", "")
+        asks = row.get("extras", "")
         if "{gfx}" in row["required_by"]:
             for gfx in stack.get("gfx_targets", []):
                 families = [
@@ -65,15 +68,15 @@ def expanded(stack: dict) -> list[Requirement]:
                     else [row["package"].replace("{gfx}", gfx)]
                 )
                 requirer, extra = _split(row["required_by"].replace("{gfx}", gfx))
-                found += [Requirement(p, row["version"], requirer, extra, marker) for p in packages]
+                found += [Requirement(p, asks, row["version"], requirer, extra, marker) for p in packages]
         elif "{gfx}" in row["package"]:
             requirer, extra = _split(row["required_by"])
             for gfx in stack["device_all"]:
                 package = row["package"].replace("{gfx}", gfx)
-                found.append(Requirement(package, row["version"], requirer, extra, marker))
+                found.append(Requirement(package, asks, row["version"], requirer, extra, marker))
         else:
             requirer, extra = _split(row["required_by"])
-            found.append(Requirement(row["package"], row["version"], requirer, extra, marker))
+            found.append(Requirement(row["package"], asks, row["version"], requirer, extra, marker))
     return found
 
 
