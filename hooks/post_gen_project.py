@@ -299,7 +299,14 @@ def next_steps(answers: dict, project_dir: Path, best=None) -> str:
     found = best
     best = another_environment(answers, best)
     package = answers["package_name"]
-    steps = ["Next steps in a terminal:", *environment_choice(answers, best)]
+    steps = [
+        "Next steps in a terminal:",
+        # The check above, as every laptop in a room runs it first: nothing is installed yet.
+        f"  cd {quoted(project_dir)}",
+        "  python src/gpu_doctor   (first, on every laptop, before anything is installed: it",
+        "                           names the environment that fits; this machine's is below)",
+        *environment_choice(answers, best),
+    ]
     steps += environment_steps(answers, project_dir, best)
     if best is None:
         steps += device_steps(answers, found)

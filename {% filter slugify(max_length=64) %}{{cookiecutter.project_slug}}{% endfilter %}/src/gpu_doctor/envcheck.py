@@ -84,7 +84,7 @@ def run_checks(
         return facts.with_scan(gpu_scan or gather.scan_gpus(facts.os))
 
     def with_active(facts: Facts) -> Facts:
-        if context == "hook":
+        if context in ("hook", "first"):  # no environment exists yet
             return facts
         return facts.with_active(active or gather.active_stack(project))
 

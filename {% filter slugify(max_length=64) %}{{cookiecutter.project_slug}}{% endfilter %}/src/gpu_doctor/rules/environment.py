@@ -74,7 +74,8 @@ def check_environment_choice(
     why = best.why[0].upper() + best.why[1:]
     seen = f"{best.gpu_text()}: {best.why}" if best.gpu is not None else why
     if best.stack == current:
-        where = "this environment" if active and context != "hook" else "the default environment"
+        before_any = context in ("hook", "first")
+        where = "this environment" if active and not before_any else "the default environment"
         return [
             Finding(
                 "Environment",
@@ -84,7 +85,7 @@ def check_environment_choice(
                 code="ENV-BEST",
             )
         ]
-    if context == "hook" or not active:
+    if context in ("hook", "first") or not active:
         now = f"the project's default environment file is {project.accelerator}"
     else:
         now = f"this environment runs the {active} stack"

@@ -69,12 +69,15 @@ def check_python(
 ) -> list[Finding]:
     """This interpreter against the accelerator's supported range, and 64-bit.
 
-    ``context`` is "hook" while the project generator runs: the environment created from
-    the project's environment file may then use another Python than this one.
+    ``context`` is "hook" while the project generator runs, "first" when a student runs the
+    doctor before any environment exists (``python src/gpu_doctor``): the environment created
+    from the project's environment file may then use another Python than this one.
     """
     version = ".".join(str(part) for part in version_info[:3])
     supported = f"{project.python_min} to {project.python_max}"
-    hook = context == "hook"
+    hook = context in ("hook", "first")
+    runner = "The generator" if context == "hook" else "This Python"
+    ran_on = "The generator ran on" if context == "hook" else "This is"
     findings = []
     if project.supports_python(tuple(version_info)):
         findings.append(
@@ -91,7 +94,7 @@ def check_python(
             Finding(
                 "Python",
                 WARN,
-                f"The generator runs on Python {version}; {project.accelerator} needs "
+                f"{runner} runs on Python {version}; {project.accelerator} needs "
                 f"{supported}. {project.python_note}",
                 f"Nothing to change in the project: its environment file asks for Python "
                 f"{project.python_version}; {_own_python(project)} Do not install the project "
@@ -126,7 +129,7 @@ def check_python(
             Finding(
                 "Python",
                 OK,
-                f"The generator ran on Python {version}; the project's environment will use "
+                f"{ran_on} Python {version}; the project's environment will use "
                 f"Python {project.python_version}: {_own_python(project)}",
                 code="PY-GENERATOR-ENV",
             )
