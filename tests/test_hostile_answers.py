@@ -67,6 +67,8 @@ def test_hostile_project_name_round_trips_through_every_config_file(bake, name):
     assert project["authors"][0]["name"] == expected
     settings = baked.json("src/gpu_doctor/project.json")
     assert settings["project_name"] == expected
+    own_copy = baked.json(f"src/{baked.package}/machinery/this_project.json")  # the package's
+    assert own_copy["project_name"] == expected
     assert baked.json(".cookiecutter.json")["cookiecutter"]["project_name"] == name
     for markdown in ("README.md", "README.zh-CN.md"):
         assert f"# {expected}\n" in baked.read(markdown)

@@ -25,6 +25,7 @@ from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     cli,
     devices,
+    terminal_text,
     train_command,
 )
 
@@ -335,7 +336,7 @@ def test_benchmark_says_why_directml_is_not_among_the_devices(
     ],
 )
 def test_names_from_drivers_lose_nuls_and_control_characters(raw, clean):
-    assert cli.clean_name(raw) == clean
+    assert terminal_text.clean_name(raw) == clean
 
 
 HUNDREDS_OF_DIGITS = "9" * 400

@@ -28,7 +28,7 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
-    cli,
+    command_entry,
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -58,8 +58,10 @@ class FullDisk(io.TextIOBase):
 
 @pytest.fixture(autouse=True)
 def stdout_not_yet_gone(monkeypatch):
-    """Each test starts with a stdout that is there (the flag is per process)."""
+    """Each test starts with a stdout that is there (the flag is per process, in the doctor's
+    commands and in the project's alike)."""
     monkeypatch.setattr(commands, "_stdout_gone", False)
+    monkeypatch.setattr(command_entry, "_stdout_gone", False)
 
 
 def child_env():
@@ -155,7 +157,7 @@ def test_verify_install_into_a_full_disk_exits_74_with_one_sentence(
     capsys, monkeypatch, quick_report
 ):
     monkeypatch.setattr(sys, "stdout", FullDisk())
-    assert checkup.main([]) == cli.EXIT_OUTPUT_FAILED == 74
+    assert checkup.main([]) == command_entry.EXIT_OUTPUT_FAILED == 74
     err = capsys.readouterr().err
     assert err == "error: the output could not be written to stdout (No space left on device).\n"
     assert "74" in checkup.EXIT_CODES_HELP and "130" in checkup.EXIT_CODES_HELP

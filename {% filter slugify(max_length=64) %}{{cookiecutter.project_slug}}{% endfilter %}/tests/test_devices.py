@@ -376,6 +376,32 @@ def test_auto_trains_on_the_gpu_the_doctor_recommends_not_on_rocm_device_0(gpu_t
     assert devices.choose("cuda:0", found).name == "AMD Radeon(TM) Graphics"  # still reachable
 
 
+@pytest.mark.parametrize(
+    "properties",
+    [
+        [("gfx1036:xnack-", True), ("gfx1100", False)],
+        [("gfx1103", True), ("gfx1101", False), ("gfx900", False)],
+        [("", False), ("gfx1201:sramecc-", True)],  # a build without gcnArchName: torch's order
+        [RuntimeError("no properties"), ("gfx1030", False), ("gfx1151", True)],
+        [("gfx1100", False)],
+    ],
+)
+def test_auto_ranks_rocm_gpus_in_the_order_verify_install_recommends_them(properties):
+    """The package ranks GPUs itself, from its own copy of the targets (this_project.json),
+    so that it stands without the doctor; the order is the doctor's."""
+    from gpu_doctor.amd_windows import recommended_first
+
+    options = [SimpleNamespace(index=index) for index in range(len(properties))]
+
+    def read(index):
+        if isinstance(properties[index], Exception):
+            raise properties[index]
+        arch, integrated = properties[index]
+        return SimpleNamespace(gcnArchName=arch, is_integrated=integrated)
+
+    assert devices.best_rocm_gpu_first(options, read) == recommended_first(options, read)
+
+
 @pytest.mark.parametrize("kind", ["rocm", "xpu"])
 def test_a_gpu_that_fails_the_smoke_test_is_a_reason_and_the_next_one_is_used(
     gpu_torch, monkeypatch, kind

@@ -1,6 +1,7 @@
 """The doctor: is this machine ready to train, and if not, what to fix. A package of its own,
 standard library only, that imports nothing of the project's package (only the checkup's probes
-load the project's model and training step, by the name project.json gives).
+load the project's model and training step, by the name project.json gives). The project's
+package imports nothing of it either, but for its command, ``<package>.verify_install``.
 
 One direction: ``facts`` (gathered once by ``os_info``, ``gpu_windows``, ``gpu_linux``,
 ``amd_linux``, ``drivers``, ``builds``, within ``bounded`` time) -> ``rules/`` (one module per

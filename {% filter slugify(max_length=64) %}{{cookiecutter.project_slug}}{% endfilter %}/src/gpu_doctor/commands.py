@@ -1,7 +1,7 @@
-"""The command line of the doctor's commands, shared with the project's commands: the parser
-that states its defaults, --device in one wording, and each command's entry point (Ctrl+C, a
-stdout that is gone, a console that cannot show a character). Standard library only: the
-project generator's hook imports the doctor before any environment exists."""
+"""The command line of the doctor's commands: the parser that states its defaults, --device in
+the project's wording (tests/test_cli.py holds the two alike), and each command's entry point
+(Ctrl+C, a stdout that is gone, a console that cannot show a character). Standard library
+only: the project generator's hook imports the doctor before any environment exists."""
 
 from __future__ import annotations
 

@@ -24,18 +24,14 @@ from typing import Callable
 
 import torch
 
-from gpu_doctor.project import load_project
-
 from . import data
-from .machinery import devices, metrics
+from .machinery import devices, metrics, this_project
 from .machinery.cli import (
     add_device_option,
-    command,
     command_parser,
     whole_number,
-    write_err,
-    write_out,
 )
+from .machinery.command_entry import command, write_err, write_out
 from .machinery.console import epoch_bar
 from .machinery.optim import build_optimizer
 from .model import LeNet5, to_device
@@ -136,10 +132,7 @@ def missing_notes(
 
 
 def _accelerator() -> str:
-    try:
-        return load_project().accelerator
-    except Exception:  # no readable project.json: no project-specific note
-        return ""
+    return this_project.accelerator()
 
 
 def format_timings(timings: list[Timing]) -> str:

@@ -31,12 +31,12 @@ from typing import Any, Iterator, Sequence, Union
 
 import torch
 
-from gpu_doctor.safe_text import printable
-
 from .datasets import folder, mnist, synthetic
 from .datasets.folder import LoaderSplit
 from .datasets.folder_split import folder_split, split_record
-from .machinery.cli import add_data_dir_option, command, command_parser
+from .machinery.cli import add_data_dir_option, command_parser
+from .machinery.command_entry import command
+from .machinery.terminal_text import printable
 
 # MNIST statistics (training set, pixel values scaled to 0..1): the usual Normalize constants.
 MNIST_MEAN = 0.1307

@@ -22,8 +22,6 @@ from pathlib import Path
 
 import torch
 
-from gpu_doctor.safe_text import printable
-
 from . import data
 from .datasets import handwriting
 from .machinery import checkpoints, devices, onnx_runtime, run_folders
@@ -31,10 +29,11 @@ from .machinery.cli import (
     add_checkpoint_option,
     add_device_option,
     add_output_dir_option,
-    command,
     command_parser,
 )
+from .machinery.command_entry import command
 from .machinery.page_server import PageServer, RequestError
+from .machinery.terminal_text import printable
 from .model import LeNet5, to_device
 
 PAGE = Path(__file__).with_name("draw.html")

@@ -24,8 +24,6 @@ from pathlib import Path
 
 import torch
 
-from gpu_doctor.safe_text import printable
-
 from . import data
 from .datasets import folder, folder_split, mnist
 from .datasets.folder_split import split_change
@@ -35,12 +33,11 @@ from .machinery.cli import (
     add_data_dir_option,
     add_device_option,
     add_output_dir_option,
-    command,
     command_parser,
     whole_number,
-    write_err,
-    write_out,
 )
+from .machinery.command_entry import command, write_err, write_out
+from .machinery.terminal_text import printable
 from .model import NUM_CLASSES, LeNet5, to_device
 from .train import EVAL_BATCH_SIZE
 

@@ -29,8 +29,6 @@ from pathlib import Path
 
 import torch
 
-from gpu_doctor.safe_text import printable
-
 from . import data
 from .datasets import folder, mnist
 from .machinery import checkpoints, onnx_runtime, run_folders
@@ -38,12 +36,11 @@ from .machinery.cli import (
     add_checkpoint_option,
     add_data_dir_option,
     add_output_dir_option,
-    command,
     command_parser,
     whole_number,
-    write_err,
-    write_out,
 )
+from .machinery.command_entry import command, write_err, write_out
+from .machinery.terminal_text import printable
 from .model import NUM_CLASSES, LeNet5
 
 ONNX_NAME = onnx_runtime.ONNX_NAME

@@ -2,11 +2,14 @@
 ``--json``).
 
 The checks are the doctor's, a package of its own beside this one (``src/gpu_doctor``); this
-module is their command.
+module is their command, and the only one of this package that imports the doctor.
 """
 
 import sys
 
+from .machinery.command_entry import give_ctrl_c_back
+
+give_ctrl_c_back()  # the doctor's command handles Ctrl+C itself, as KeyboardInterrupt
 try:
     from gpu_doctor.checkup import main
 except KeyboardInterrupt:  # Ctrl+C while the checks load (0.3 s): as during the checks

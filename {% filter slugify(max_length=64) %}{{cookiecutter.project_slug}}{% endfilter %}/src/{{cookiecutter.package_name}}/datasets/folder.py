@@ -28,8 +28,7 @@ from typing import Any, Iterator
 
 import torch
 
-from gpu_doctor.safe_text import printable
-
+from ..machinery.terminal_text import printable
 from . import folder_scan
 
 PREFIX = "folder:"

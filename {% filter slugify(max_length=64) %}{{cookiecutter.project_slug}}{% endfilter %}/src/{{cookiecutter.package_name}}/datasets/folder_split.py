@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from gpu_doctor.safe_text import printable
+from ..machinery.terminal_text import printable
 
 FOLDER_HELD_OUT = 0.1  # of a folder's images for validation, and as much again for test
 

@@ -15,7 +15,7 @@ from typing import Any, Tuple
 
 import torch
 
-from gpu_doctor.safe_text import printable
+from ..machinery.terminal_text import printable
 
 MNIST_FILES = (
     "train-images-idx3-ubyte.gz",

@@ -2,6 +2,7 @@
 resume, Ctrl+C and the NaN guard, progress and metrics, plots, the command line.
 
 The learner's files (``model.py``, ``data.py``, ``train.py``) call into these modules; nothing
-here needs reading to understand how the model learns. The project's settings
-(``project.json``) and the environment checks are the doctor's: ``src/gpu_doctor``.
+here needs reading to understand how the model learns. Nothing here imports the doctor
+(``src/gpu_doctor``): the package has its own safe printing (``terminal_text``), command line
+(``cli``, ``command_entry``) and copy of the answers it was generated with (``this_project``).
 """

@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gpu_doctor.safe_text import printable
-
 from .. import data
 from ..datasets.folder_split import split_change
 from . import checkpoints, devices, distributed, metrics, output_lock, plots, run_folders
@@ -30,6 +28,7 @@ from .epoch_meter import EpochMeter, EpochTraining, Position
 from .optim import one_cycle_lr
 from .ranks import is_main
 from .stopping import Interrupted, StopSignal, TrainError, TrainingDiverged, finite
+from .terminal_text import printable
 
 if TYPE_CHECKING:  # train.py imports this module
     from ..train import TrainConfig

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 import torch
 
-from gpu_doctor.safe_text import printable
+from .terminal_text import printable
 
 FORMAT = "lenet5-training-checkpoint"
 LAST = "last.pt"  # written after every epoch (and on Ctrl+C): what --resume continues

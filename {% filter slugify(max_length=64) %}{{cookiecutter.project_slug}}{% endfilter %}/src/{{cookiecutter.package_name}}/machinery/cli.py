@@ -1,36 +1,31 @@
-"""The command line the project's commands share: the options several commands offer, in one
-wording each, and their checks. The parser, --device and each command's entry point (Ctrl+C, a
-stdout that is gone) are the doctor's (``gpu_doctor.commands``), which the doctor needs before
-torch is installed; they are named here too, so every command imports its command line from
-one place."""
+"""The command line the project's commands share: the parser, which states every default the
+same way, the options several commands offer, in one wording each, and their checks. Standard
+library only: ``python -m <package>.<command>`` imports it before torch. How a command starts
+and ends (Ctrl+C, a stdout that is gone) is ``command_entry``'s."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 from pathlib import Path
 from typing import Callable
 
-from gpu_doctor.commands import (  # noqa: F401 (the commands' shared command line)
-    DEVICE_CHOICES,
-    DEVICE_REQUEST,
-    EXIT_INTERRUPTED,
-    EXIT_OUTPUT_FAILED,
-    HelpFormatter,
-    OutputFailed,
-    add_device_option,
-    command,
-    command_parser,
-    device_request,
-    json_for,
-    quiet_ctrl_c_while_loading,
-    safe_console,
-    silence_stdout,
-    stdout_gone,
-    write_err,
-    write_out,
-)
-from gpu_doctor.safe_text import clean_name  # noqa: F401
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """States defaults, except where the help text explains a None default itself."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or isinstance(action.default, bool):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+def command_parser(module: str, description: str) -> argparse.ArgumentParser:
+    """The parser of ``python -m <module>``: every command states its defaults the same way."""
+    return argparse.ArgumentParser(
+        prog=f"python -m {module}", description=description, formatter_class=HelpFormatter
+    )
 
 
 def _quoted(text: str) -> str:
@@ -94,7 +89,36 @@ non_negative_float = _float_at_least(zero_allowed=True)
 
 
 # --------------------------------------------------------------------------------------------
-# The options several commands share, in one wording each (tests/test_cli.py holds them to it)
+# The options several commands share, in one wording each (tests/test_cli.py holds them to it,
+# and verify_install's --device to the same words)
+
+# What --device accepts ("dml" and "rocm" are aliases of directml and cuda); whether the device
+# exists is checked when it is chosen (devices.choose), where the message can name the devices
+# this machine has.
+DEVICE_REQUEST = re.compile(r"^(auto|directml|dml|cuda|rocm|xpu|mps|cpu)(?::(\d+))?$")
+DEVICE_CHOICES = "auto, directml, directml:N, cuda, cuda:N, xpu, xpu:N, mps or cpu"
+
+
+def add_device_option(
+    parser: argparse.ArgumentParser, purpose: str, note: str = "", several: bool = False
+) -> argparse.Action:
+    """--device: the device to ``purpose`` ("train on"); ``note`` adds what holds for this
+    command only; ``several``: the option may be repeated, and without it every available
+    device is used (benchmark)."""
+    what = f"{purpose} ({note})" if note else purpose
+    text = (
+        f"the device to {what}: auto (the best one found), directml, cuda (also ROCm), xpu, mps "
+        "or cpu; one GPU of several: directml:N, cuda:N or xpu:N, counted from 0"
+    )
+    if several:
+        text += "; repeat --device for several (default: every available device)"
+    return parser.add_argument(
+        "--device",
+        default=None if several else "auto",
+        action="append" if several else "store",
+        help=text,
+    )
+
 
 RUNS_DIR = Path("runs")  # where train puts a new folder for each run
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from .cli import silence_stdout, stdout_gone
+from .command_entry import silence_stdout, stdout_gone
 from .ranks import is_main
 
 

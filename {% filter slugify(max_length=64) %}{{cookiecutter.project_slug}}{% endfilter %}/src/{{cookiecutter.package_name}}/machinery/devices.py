@@ -10,7 +10,7 @@ Backends, in the order ``--device auto`` prefers them:
 
 The native backends come first because on the same card DirectML is reported 2.2-2.8x slower
 than CUDA, and torch-directml is frozen at torch 2.4.1. Device 0 is often an integrated GPU, so
-a discrete DirectML adapter wins by name, a ROCm GPU by target (``amd_windows.recommended_first``).
+a discrete DirectML adapter wins by name, a ROCm GPU by target (``best_rocm_gpu_first``).
 
 Every way a backend can fail (not installed, ``OSError`` for a missing ``libd3d12.so``, a
 ``RuntimeError`` from ``is_available``, a device that fails a tiny smoke operation) becomes an
@@ -26,9 +26,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from gpu_doctor.amd_windows import recommended_first
-
-from .cli import DEVICE_CHOICES, DEVICE_REQUEST, clean_name
+from . import this_project
+from .cli import DEVICE_CHOICES, DEVICE_REQUEST
 from .directml_probe import directml_missing_reason, probe_directml
 from .discovery import (
     DeviceNotAvailable,
@@ -39,6 +38,7 @@ from .discovery import (
     one_line,
     smoke_test,
 )
+from .terminal_text import clean_name
 
 __all__ = [
     "DeviceNotAvailable",
@@ -85,6 +85,30 @@ def _each_gpu(
     return options, unavailable
 
 
+def best_rocm_gpu_first(
+    options: list[DeviceOption], properties: Callable[[int], Any]
+) -> list[DeviceOption]:
+    """torch's GPUs with the one verify_install recommends first: on ROCm an integrated GPU can
+    be ``cuda:0`` before the discrete one (ROCm/TheRock #5543), so a gfx target the pinned build
+    runs comes first, then a discrete GPU, then torch's order. ``properties``:
+    torch.cuda.get_device_properties, whose ``gcnArchName`` (ROCm builds only) and
+    ``is_integrated`` decide."""
+    runs = this_project.rocm_gfx_targets()
+
+    def rank(position: int) -> tuple[bool, bool, int]:
+        try:
+            found = properties(options[position].index)
+            target = str(getattr(found, "gcnArchName", "") or "").split(":", 1)[0].strip()
+            integrated = bool(getattr(found, "is_integrated", False))
+        except Exception:  # a device whose properties fail keeps its place, after the rest
+            return (True, True, position)
+        return (target not in runs, integrated, position)  # "gfx1100:xnack-" runs as gfx1100
+
+    if len(options) < 2:
+        return options
+    return [options[position] for position in sorted(range(len(options)), key=rank)]
+
+
 def probe_cuda() -> tuple[list[DeviceOption], list[Unavailable]]:
     backend = "ROCm" if getattr(torch.version, "hip", None) else "CUDA"
     if not torch.backends.cuda.is_built() and backend == "CUDA":
@@ -96,7 +120,7 @@ def probe_cuda() -> tuple[list[DeviceOption], list[Unavailable]]:
     if count == 0:
         return [], [Unavailable("cuda", f"torch has {backend} support but sees no GPU", False)]
     found = _each_gpu("cuda", count, torch.cuda.get_device_name, {"backend": backend})
-    return recommended_first(found[0], torch.cuda.get_device_properties), found[1]
+    return best_rocm_gpu_first(found[0], torch.cuda.get_device_properties), found[1]
 
 
 def probe_xpu() -> tuple[list[DeviceOption], list[Unavailable]]:

@@ -11,22 +11,22 @@ adapters a discrete GPU is preferred by name: adapter 0 is often the integrated 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
 import json
 import platform
 import re
+import subprocess
 import sys
 from typing import Any, Callable
 
 import torch
 
-from gpu_doctor.bounded import run_command
-from gpu_doctor.project import load_project
-
-from .cli import clean_name
+from . import this_project
 from .discovery import DeviceOption, Unavailable, one_line, smoke_test
+from .terminal_text import clean_name
 
 DIRECTML_PIP = "torch-directml==0.2.5.dev240914"
 DIRECTML_PROBE_TIMEOUT_S = 120.0
@@ -110,18 +110,33 @@ def _directml_child_verdict() -> str | None:
 
 def _probe_directml_in_child(timeout: float = DIRECTML_PROBE_TIMEOUT_S) -> str | None:
     """None when torch_directml imports and computes in a child process, else the reason.
-    The child gets a hard time limit (``run_command``): a hung driver never hangs us."""
-    done = run_command([sys.executable, "-c", _CHILD_CODE], timeout)
-    if done.timed_out:
+    The child gets a hard time limit: a hung driver never hangs us. Not ``subprocess.run``'s
+    timeout: on Windows it kills the child, then waits without a limit for pipes that a
+    grandchild may still hold open."""
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD_CODE],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            # No console window flashing up when a windowed program (PyCharm) runs us.
+            creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
+        )
+    except (OSError, ValueError) as error:
+        return f"could not start the DirectML check: {one_line(error)}"
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError):
+            child.communicate(timeout=2)  # a grandchild holding the pipes is not waited for
         return f"the DirectML check did not finish within {timeout:.0f} s (driver hang?)"
-    if done.returncode is None:
-        return f"could not start the DirectML check: {done.problem}"
-    for line in done.stdout.splitlines():
+    for line in out.decode("utf-8", errors="replace").splitlines():
         if line.startswith("DIRECTML-PROBE "):
             result = json.loads(line[len("DIRECTML-PROBE ") :])
             return None if result.get("ok") else str(result.get("reason", "unknown reason"))
-    tail = " ".join(done.stderr.split())[-300:]
-    return f"the DirectML check crashed (exit code {done.returncode}){': ' + tail if tail else ''}"
+    tail = " ".join(err.decode("utf-8", errors="replace").split())[-300:]
+    return f"the DirectML check crashed (exit code {child.returncode}){': ' + tail if tail else ''}"
 
 
 def directml_has_wheels(system: str | None = None, machine: str | None = None) -> bool:
@@ -137,10 +152,7 @@ def directml_missing_reason(accelerator: str | None = None) -> str:
     torch-directml has wheels: in a cpu or cuda project torch-directml would replace the pinned
     torch with 2.4.1, and on a Mac or an ARM machine pip finds none."""
     if accelerator is None:
-        try:
-            accelerator = load_project().accelerator
-        except Exception:  # no readable project.json: say nothing about installing
-            accelerator = ""
+        accelerator = this_project.accelerator()  # "" when unknown: nothing about installing
     if accelerator == "directml" and not directml_has_wheels():
         system = {"darwin": "macOS", "win32": "Windows"}.get(sys.platform, platform.system())
         return (

@@ -8,7 +8,7 @@ from typing import Any, Callable, List, Tuple
 
 import torch
 
-from .cli import clean_name
+from .terminal_text import clean_name
 
 
 @dataclass

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from .cli import silence_stdout
+from .command_entry import silence_stdout
 from .ranks import SINGLE, Processes, current, set_current
 from .stopping import DeviceFailed, StopSignal, TrainError
 

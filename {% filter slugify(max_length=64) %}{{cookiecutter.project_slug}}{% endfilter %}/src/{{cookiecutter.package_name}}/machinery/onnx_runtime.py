@@ -12,10 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpu_doctor.safe_text import printable
-
 from ..model import NUM_CLASSES
 from .checkpoints import BEST, LAST
+from .terminal_text import printable
 
 FORMAT = "lenet5-onnx"  # predict.FORMAT: the metadata mark of this project's exported models
 ONNX_NAME = "model.onnx"  # what export writes beside a checkpoint unless told another name

@@ -31,10 +31,9 @@ from typing import Iterator
 
 import filelock  # installed with torch (a dependency of every torch release here)
 
-from gpu_doctor.safe_text import printable
-
 from . import checkpoints, metrics, plots
 from .stopping import TrainError
+from .terminal_text import printable
 
 LOCK_NAME = ".training.lock"  # the operating-system lock; its content means nothing
 HOLDER_NAME = ".training.holder.json"  # who holds the lock, for the refusal's sentence

@@ -11,10 +11,9 @@ import functools
 from pathlib import Path
 from typing import Any, Sequence
 
-from gpu_doctor.safe_text import printable
-
 from . import plot_fonts
 from .checkpoints import CheckpointWriteError, atomic_path
+from .terminal_text import printable
 
 CURVES_PNG = "curves.png"
 CONFUSION_PNG = "confusion_matrix.png"

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from gpu_doctor.safe_text import printable
-
 from . import metrics, plots
 from .checkpoints import BEST, LAST
 from .cli import RUNS_DIR
+from .terminal_text import printable
 
 if TYPE_CHECKING:  # train.py imports this module
     from ..train import TrainConfig

@@ -12,11 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Sequence
 
-from gpu_doctor.project import load_project
-
 from .. import data
 from ..datasets import folder, mnist
-from . import checkpoints, devices, distributed, output_lock, run_folders
+from . import checkpoints, devices, distributed, output_lock, run_folders, this_project
 from .bookkeeping import LAST, RUN_SETTINGS, TrainingRun
 from .cli import MAX_SEED
 from .console import say
@@ -176,18 +174,12 @@ def _load_data(name: str, data_dir: Path) -> data.Dataset:
 
 
 def project_title() -> str:
-    try:
-        return load_project().project_name
-    except Exception:  # project.json missing or unreadable: only the title suffers
-        return "LeNet-5"
+    return this_project.project_name() or "LeNet-5"
 
 
 def project_accelerator() -> str:
     """The stack this project was generated for ("directml", "cuda", "cpu"), if known."""
-    try:
-        return load_project().accelerator
-    except Exception:
-        return ""
+    return this_project.accelerator()
 
 
 def print_header(run: TrainingRun, found: devices.Discovery, resumed: bool) -> None:

@@ -21,15 +21,14 @@ from .bookkeeping import DRY_RUN_BATCHES
 from .cli import (
     add_data_dir_option,
     add_device_option,
-    command,
     command_parser,
     non_negative_float,
     positive_float,
     positive_int,
     seed,
     whole_number,
-    write_err,
 )
+from .command_entry import command, write_err
 from .console import say
 from .optim import OPTIMIZERS
 from .stopping import EXIT_INTERRUPTED, Interrupted, TrainError
