@@ -48,11 +48,20 @@ OTHER_ENVIRONMENT_MODULES = {
     "six": ["six"],  # python-dateutil 2.x, which older Pythons resolve for matplotlib
 }
 # Modules of stacks whose wheels this machine cannot install (AMD's index is not reachable
-# from it): read from the folders those wheels put in site-packages, as users of AMD's
-# Windows build list them (_rocm_sdk_core/bin holds amdhip64_7.dll); NOT confirmed in the
+# from it), from ROCm/TheRock's packaging templates (build_tools/packaging/python/templates:
+# each package has a pure-Python module, rocm_sdk, rocm_sdk_core, rocm_sdk_libraries, and a
+# platform module, "_" + its name: _rocm_sdk_core/bin holds amdhip64_7.dll) and from users of
+# AMD's Windows build; _rocm_sdk_libraries_custom is an older channel's. NOT confirmed in the
 # wheels themselves.
 UNREACHABLE_STACK_MODULES = {
-    "rocm-windows": ["rocm_sdk", "_rocm_sdk_core", "_rocm_sdk_libraries_custom"],
+    "rocm-windows": [
+        "rocm_sdk",
+        "rocm_sdk_core",
+        "_rocm_sdk_core",
+        "rocm_sdk_libraries",
+        "_rocm_sdk_libraries",
+        "_rocm_sdk_libraries_custom",
+    ],
 }
 MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
 KEY = '"_reserved_modules"'

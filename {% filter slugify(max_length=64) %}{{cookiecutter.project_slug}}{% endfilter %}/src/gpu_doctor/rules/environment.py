@@ -93,7 +93,9 @@ def check_environment_choice(
         uv = ", then ".join(f"`{c}`" for c in commands["uv"])
         fix = (
             f"Make the project's .venv the {best.stack} one, in the project folder: {uv}. A plain "
-            f"`uv sync` (PyCharm runs one) goes back to the default group: to keep {best.stack}, "
+            f"`uv sync` or `uv run` (PyCharm runs one) goes back to the default group: run "
+            "commands with .venv's Python (activated) or `uv run --no-sync`; to keep "
+            f"{best.stack} for good, "
             f'name "{best.stack}" in place of the default in pyproject.toml\'s default-groups. '
             "Then run verify_install again."
         )
