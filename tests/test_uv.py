@@ -143,7 +143,10 @@ def test_each_group_names_what_only_its_vendors_index_serves(uv_project):
             if group not in groups:
                 continue  # a stack without a GPU extra has its plain group only
             wanted = index_only_names(stack, gfx)
-            assert wanted <= group_names(groups[group]), (group, wanted - group_names(groups[group]))
+            assert wanted <= group_names(groups[group]), (
+                group,
+                wanted - group_names(groups[group]),
+            )
             for package in wanted:
                 assert {"index": f"pytorch-{name}", "group": group} in sources[package]
                 checked += 1

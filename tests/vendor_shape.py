@@ -37,11 +37,13 @@ class Requirement:
         if self.extra:
             conditions.append(f'extra == "{self.extra}"')
         asked = f"[{self.extras}]" if self.extras else ""
-        return f"{self.package}{asked}=={self.version}" + ("; " + " and ".join(conditions) if conditions else "")
+        return f"{self.package}{asked}=={self.version}" + (
+            "; " + " and ".join(conditions) if conditions else ""
+        )
 
 
 def _split(required_by: str) -> tuple[str, str]:
-    """"rocm[libraries]" -> ("rocm", "libraries"); "torch" -> ("torch", "")."""
+    """ "rocm[libraries]" -> ("rocm", "libraries"); "torch" -> ("torch", "")."""
     match = re.fullmatch(r"([A-Za-z0-9_.\-]+)(?:\[(.+)\])?", required_by)
     assert match, f"a row's required_by must be a name with an optional extra: {required_by!r}"
     return match.group(1), match.group(2) or ""
@@ -68,7 +70,9 @@ def expanded(stack: dict) -> list[Requirement]:
                     else [row["package"].replace("{gfx}", gfx)]
                 )
                 requirer, extra = _split(row["required_by"].replace("{gfx}", gfx))
-                found += [Requirement(p, asks, row["version"], requirer, extra, marker) for p in packages]
+                found += [
+                    Requirement(p, asks, row["version"], requirer, extra, marker) for p in packages
+                ]
         elif "{gfx}" in row["package"]:
             requirer, extra = _split(row["required_by"])
             for gfx in stack["device_all"]:
