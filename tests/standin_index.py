@@ -22,6 +22,7 @@ import hashlib
 import html
 import http.server
 import re
+import shutil
 import threading
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -94,21 +95,43 @@ def build_wheel(folder: Path, wheel: Standin) -> Path:
     return path
 
 
-def write_index(root: Path, wheels: Iterable[Standin], flat: bool = False) -> Path:
+def _sha256(path: Path) -> str:
+    with path.open("rb") as stream:  # a real torch wheel is 0.8 GB: read it in chunks
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def place_wheel(folder: Path, wheel: Path) -> Path:
+    """A wheel file that exists already, linked into ``folder`` (copied where links fail)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / wheel.name
+    if not target.exists():
+        try:
+            target.hardlink_to(wheel)
+        except OSError:
+            shutil.copy2(wheel, target)
+    return target
+
+
+def write_index(root: Path, wheels: Iterable[Standin | Path], flat: bool = False) -> Path:
     """Build ``wheels`` into ``root``: a PEP 503 simple index (``root/index.html`` and
     ``root/<name>/index.html`` next to the wheel files) or, with ``flat``, all wheels in
-    ``root`` itself (pip's --find-links, uv's ``format = "flat"``). Returns ``root``."""
+    ``root`` itself (pip's --find-links, uv's ``format = "flat"``). A wheel may also be a real
+    wheel file (a Path), served as it is. Returns ``root``."""
     root.mkdir(parents=True, exist_ok=True)
     by_name: dict[str, list[Path]] = {}
     for wheel in wheels:
+        if isinstance(wheel, Path):
+            normalized = re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
+            folder = root if flat else root / normalized
+            by_name.setdefault(normalized, []).append(place_wheel(folder, wheel))
+            continue
         folder = root if flat else root / wheel.normalized
         by_name.setdefault(wheel.normalized, []).append(build_wheel(folder, wheel))
     if flat:
         return root
     for name, paths in by_name.items():
         links = "".join(
-            f'<a href="{quote(p.name)}#sha256={hashlib.sha256(p.read_bytes()).hexdigest()}">'
-            f"{html.escape(p.name)}</a><br>\n"
+            f'<a href="{quote(p.name)}#sha256={_sha256(p)}">{html.escape(p.name)}</a><br>\n'
             for p in sorted(paths)
         )
         (root / name / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")

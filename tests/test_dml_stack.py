@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CONTEXT, TEMPLATE_DIR
+from cpu_build_mirror import relabeled_wheels
 
 pytestmark = [pytest.mark.slow, pytest.mark.dml_stack]
 
@@ -53,8 +54,21 @@ def dml_python(baked) -> str:
     python = venv_python(directory)
     if not python.exists():
         venv.EnvBuilder(with_pip=True, clear=True).create(directory)
+    # PyTorch's CPU index, where the file takes torch 2.4.1+cpu on Linux, cannot be reached
+    # from here: pip finds the same pins in a local stand-in (tests/cpu_build_mirror.py).
+    mirror = relabeled_wheels()[0].parent
     install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "-r", "requirements.txt"],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--find-links",
+            str(mirror),
+            "-r",
+            "requirements.txt",
+        ],  # fmt: skip
         cwd=baked.path,
         capture_output=True,
         text=True,

@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 from conftest import STACKS
+from cpu_build_mirror import relabeled_wheels
 from packaging.markers import Marker
 from standin_index import serve, write_index
-from vendor_shape import index_only_names, stack_standins
+from vendor_shape import index_only_names, linux_build_standins, stack_standins
 
 UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
 
@@ -176,12 +177,18 @@ def run_uv(project: Path, *args: str, env: dict | None = None, timeout: float = 
 
 
 @contextlib.contextmanager
-def standin_copy(source: Path, tmp: Path) -> Iterator[tuple[Path, dict]]:
+def standin_copy(
+    source: Path, tmp: Path, real_cpu_build: bool = False
+) -> Iterator[tuple[Path, dict]]:
     """A copy of the uv project ``source`` in ``tmp`` whose PyTorch indexes are stand-ins,
-    served while the block runs: yields (the copy, {stack: its index URL})."""
+    served while the block runs: yields (the copy, {stack: its index URL}). With
+    ``real_cpu_build``, the cpu index also serves PyPI's real torch 2.4.1 for this Python,
+    relabeled +cpu, which the directml group takes on Linux x86_64 (tests/cpu_build_mirror.py)."""
     root = tmp / "standin-indexes"
+    real = tuple(relabeled_wheels()) if real_cpu_build else ()
+    borrowed = linux_build_standins(STACKS, real)
     for name, stack in indexed_stacks().items():
-        write_index(root / name, stack_standins(stack))
+        write_index(root / name, [*stack_standins(stack), *borrowed.get(name, [])])
     project = tmp / source.name
     shutil.copytree(source, project)
     with serve(root) as url:
@@ -199,7 +206,8 @@ def served(uv_project, tmp_path_factory):
     """(project copy, {stack: its stand-in index URL}), locked, while the indexes are served."""
     if UV is None:
         pytest.fail("uv is not installed: pip install -r requirements-dev.txt")
-    with standin_copy(uv_project.path, tmp_path_factory.mktemp("uv")) as (project, urls):
+    copy = standin_copy(uv_project.path, tmp_path_factory.mktemp("uv"), real_cpu_build=True)
+    with copy as (project, urls):
         locked = run_uv(project, "lock")
         assert locked.returncode == 0, locked.stderr[-4000:]
         yield project, urls
@@ -265,7 +273,12 @@ def test_the_lock_takes_each_stacks_torch_from_its_own_index(served):
 
     for name, stack in indexed_stacks().items():
         assert torches[stack["pins"]["torch"] + stack["local_version"]] == urls[name]
-    assert torches[STACKS["directml"]["pins"]["torch"]] == "https://pypi.org/simple"
+    directml = STACKS["directml"]
+    assert torches[directml["pins"]["torch"]] == "https://pypi.org/simple"  # Windows, macOS
+    cpu_build = (
+        directml["pins"]["torch"] + STACKS[directml["linux_build"]["stack"]]["local_version"]
+    )
+    assert torches[cpu_build] == urls[directml["linux_build"]["stack"]]  # Linux x86_64
 
 
 def pinned(lines: list[str]) -> set[tuple[str, str]]:
@@ -355,13 +368,15 @@ def package_versions(python: Path, *names: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.uv
-def test_a_plain_uv_sync_installs_the_real_directml_stack_from_pypi(synced):
+def test_a_plain_uv_sync_installs_the_directml_stack_with_the_cpu_build_on_linux(synced):
+    """torch-directml from PyPI; on Linux x86_64 (WSL2) torch and torchvision from the CPU
+    index (here PyPI's files relabeled +cpu, tests/cpu_build_mirror.py), as the group says."""
     project, python = synced
     versions = package_versions(python, "torch", "torchvision", "torch-directml")
 
     assert versions == {
-        "torch": "2.4.1",
-        "torchvision": "0.19.1",
+        "torch": "2.4.1+cpu" if sys.platform == "linux" else "2.4.1",
+        "torchvision": "0.19.1+cpu" if sys.platform == "linux" else "0.19.1",
         "torch-directml": "0.2.5.dev240914",
     }
     assert "uv = " in (project / ".venv" / "pyvenv.cfg").read_text(encoding="utf-8")

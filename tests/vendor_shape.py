@@ -117,3 +117,47 @@ def stack_standins(stack: dict) -> list[Standin]:
         Standin(name, version, requires=tuple(requires[name]), extras=tuple(sorted(extras[name])))
         for name, version in versions.items()
     ]
+
+
+# torch 2.4.1+cpu's own requirements: PyPI's torch 2.4.1 less the nvidia-* and triton lines
+# that only the CUDA build carries; torchvision's are the same in both builds. NOT confirmed
+# from the CPU index itself, which cannot be read from here.
+CPU_BUILD_REQUIRES = {
+    "torch": ("filelock", "typing-extensions>=4.8.0", "sympy", "networkx", "jinja2", "fsspec"),
+    "torchvision": ("numpy", "torch==2.4.1", "pillow!=8.3.*,>=5.3.0"),
+}
+
+
+def linux_build_standins(stacks: dict, real_wheels: tuple = ()) -> dict[str, list]:
+    """{index: wheels} for each stack that takes its Linux x86_64 torch from another stack's
+    index (directml's "linux_build": torch 2.4.1+cpu from the cpu index). Small stand-ins with
+    the CPU build's requirements, or, with ``real_wheels`` (tests/cpu_build_mirror.py), those
+    real files for this Python plus stand-ins of the same version and requirements for the
+    stack's other Pythons, so that uv can lock every Python of the group's range."""
+    found: dict[str, list] = {}
+    for stack in stacks.values():
+        linux = stack.get("linux_build")
+        if not linux:
+            continue
+        label = stacks[linux["stack"]]["local_version"]
+        low, high = (int(stack[key].split(".")[1]) for key in ("python_min", "python_max"))
+        wheels = found.setdefault(linux["stack"], [])
+        for name in ("torch", "torchvision"):
+            version = stack["pins"][name] + label
+            real = [w for w in real_wheels if w.name.startswith(f"{name}-{version}-")]
+            if not real:
+                wheels.append(Standin(name, version, requires=CPU_BUILD_REQUIRES[name]))
+                continue
+            from cpu_build_mirror import requirement_lines
+
+            wheels += real
+            taken = {w.name.split("-")[2] for w in real}  # cp311
+            requires = requirement_lines(real[0])
+            wheels += [
+                Standin(
+                    name, version, tag=f"cp3{minor}-cp3{minor}-manylinux1_x86_64", requires=requires
+                )
+                for minor in range(low, high + 1)
+                if f"cp3{minor}" not in taken
+            ]
+    return found
