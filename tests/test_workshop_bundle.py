@@ -23,18 +23,33 @@ import subprocess
 import sys
 import venv
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import wine_python
+from cpu_build_mirror import relabeled_wheels
+from standin_index import serve, write_index
 from test_dml_stack import cache_root, venv_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.dml_stack]
 
-# cpu's own index (download.pytorch.org) is not reachable here: its macOS wheels are PyPI's.
-STACKS = ["--stacks", "directml", "cpu:macosx_arm64", "--index", "cpu=https://pypi.org/simple"]
 MAKE_TIMEOUT = 1800
-LINUX_TORCH = "torch-2.4.1-cp311-cp311-manylinux1_x86_64.whl"
+# PyPI's Linux torch relabeled +cpu (tests/cpu_build_mirror.py): the directml file's pin there
+LINUX_TORCH = "torch-2.4.1+cpu-cp311-cp311-manylinux1_x86_64.whl"
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory) -> Iterator[list[str]]:
+    """make's stack options. PyTorch's CPU index (download.pytorch.org) is not reachable here:
+    the cpu stack's macOS wheels are PyPI's, and the directml stack's Linux torch 2.4.1+cpu
+    comes from a local stand-in of that index, served while the tests run."""
+    root = write_index(tmp_path_factory.mktemp("cpu-index"), relabeled_wheels())
+    with serve(root) as url:
+        yield [
+            "--stacks", "directml", "cpu:macosx_arm64",
+            "--index", "cpu=https://pypi.org/simple", "--index", f"directml={url}",
+        ]  # fmt: skip
 
 
 def clean_env(project: Path) -> dict:
@@ -68,7 +83,7 @@ def wheel_times(stick: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def made(project) -> tuple:
+def made(project, stacks) -> tuple:
     """The stick, and what a run of make on the whole stick did: (stick, that run, its wheels'
     times before and after it). With the stick cached whole, the first run is that run; else
     make runs a second time, which is what a warm cache saves."""
@@ -79,11 +94,11 @@ def made(project) -> tuple:
         if old != folder:
             shutil.rmtree(old, ignore_errors=True)
     before = wheel_times(folder)
-    result = make(project, folder, *STACKS)
+    result = make(project, folder, *stacks)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     if NOTHING_TO_DOWNLOAD not in result.stdout:
         before = wheel_times(folder)
-        result = make(project, folder, *STACKS)
+        result = make(project, folder, *stacks)
     return folder, result, before, wheel_times(folder)
 
 
@@ -115,7 +130,9 @@ def test_the_stick_holds_each_environment_with_its_pins_and_hashes(stick):
     mac = manifest["parts"]["cpu-macosx_arm64-py3.11"]["wheels"]
     assert "torch-2.4.1-cp311-cp311-win_amd64.whl" in windows
     assert any(w.startswith("torch_directml-0.2.5.dev240914-cp311") for w in windows + linux)
-    # markers for each platform, not for this machine: CUDA on Linux only, colorama on Windows
+    # markers for each platform, not for this machine: the +cpu pin on Linux only (its
+    # stand-in here is PyPI's build relabeled, which still brings CUDA), colorama on Windows
+    assert LINUX_TORCH in linux
     assert any(w.startswith("nvidia_cudnn") for w in linux)
     assert not any(w.startswith(("nvidia", "triton")) for w in windows + mac)
     assert any(w.startswith("colorama") for w in windows)
