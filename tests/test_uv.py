@@ -71,7 +71,9 @@ def test_a_uv_project_declares_every_stack_as_a_group_of_its_own(uv_project):
     )
     # torch only in the groups: a source applies only to what the project itself declares.
     assert not any(d.startswith("torch") for d in pyproject["project"]["dependencies"])
-    assert "torch==2.4.1" in groups["directml"]  # astral-sh/uv#8253
+    linux = STACKS["directml"]["linux_build"]
+    assert f"torch==2.4.1; {linux['other']}" in groups["directml"]  # astral-sh/uv#8253
+    assert f"torch==2.4.1+cpu; {linux['marker']}" in groups["directml"]  # WSL2: the CPU build
     indexes = {index["name"]: index for index in uv["index"]}
     for name, stack in indexed_stacks().items():
         index = indexes[f"pytorch-{name}"]

@@ -25,6 +25,9 @@ CODES = {
 def _fallback_on_linux(project: Project, machine: str) -> str:
     if project.accelerator == "cpu":
         return "the CPU"
+    if machine.lower() in ("x86_64", "amd64") and project.accelerator == "directml":
+        # The directml file installs PyTorch's CPU build on Linux x86_64 (no CUDA libraries)
+        return "the CPU (an NVIDIA GPU needs the cuda environment)"
     if machine.lower() in ("x86_64", "amd64"):
         return "CUDA on an NVIDIA GPU (PyPI's torch for Linux includes it) or else the CPU"
     return "the CPU"
