@@ -78,3 +78,20 @@ def test_its_help_says_what_it_does(bake_once, bare_python):
     assert result.returncode == 0
     assert "usage: python src/gpu_doctor" in result.stdout
     assert "Before any environment exists" in result.stdout
+
+
+@pytest.mark.parametrize("stack", ["cpu", "directml", "rocm-windows"])
+def test_the_environment_it_prints_is_ignored_by_git(bake_once, tmp_path, stack):
+    """The venv commands create .venv-<stack> in the project folder, then say `git add .`:
+    git must leave that environment out."""
+    project = tmp_path / "project"  # the baked .gitignore, in a repository of its own
+    project.mkdir()
+    (project / ".gitignore").write_text(bake_once(env_manager="venv").read(".gitignore"))
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / f".venv-{stack}" / "lib").mkdir(parents=True)
+
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", f".venv-{stack}/lib"], cwd=project, timeout=60
+    )
+
+    assert ignored.returncode == 0
