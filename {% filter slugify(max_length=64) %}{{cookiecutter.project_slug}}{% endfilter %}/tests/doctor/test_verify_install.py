@@ -1136,13 +1136,24 @@ def test_output_replaces_a_report_it_wrote_in_any_format(machine, capsys, tmp_pa
     assert [path.name for path in tmp_path.iterdir()] == ["ann.txt"]
 
 
+def an_earlier_report(folder: Path) -> tuple[Path, bytes]:
+    """The report an earlier `verify_install --json --output` wrote into ``folder``."""
+    report_file = folder / "ann.json"
+    checkup.main(["--json", "--output", str(report_file)])
+    return report_file, report_file.read_bytes()
+
+
+def only_the_earlier_report_is_there(report_file: Path, earlier: bytes) -> bool:
+    """The earlier report, whole, and nothing beside it (no part of a new one)."""
+    beside = [path.name for path in report_file.parent.iterdir()]
+    return report_file.read_bytes() == earlier and beside == [report_file.name]
+
+
 def test_ctrl_c_during_the_checks_leaves_the_earlier_report_whole(
     machine, capsys, tmp_path, monkeypatch
 ):
     machine()
-    report_file = tmp_path / "ann.json"
-    checkup.main(["--json", "--output", str(report_file)])
-    earlier = report_file.read_bytes()
+    report_file, earlier = an_earlier_report(tmp_path)
 
     def interrupted(request):
         raise KeyboardInterrupt
@@ -1151,8 +1162,7 @@ def test_ctrl_c_during_the_checks_leaves_the_earlier_report_whole(
     code = checkup.main(["--json", "--output", str(report_file)])
 
     assert code == 130 and capsys.readouterr().err == "Interrupted.\n"
-    assert report_file.read_bytes() == earlier
-    assert [path.name for path in tmp_path.iterdir()] == ["ann.json"]
+    assert only_the_earlier_report_is_there(report_file, earlier)
 
 
 class FullDisk:
@@ -1184,9 +1194,7 @@ def test_a_full_disk_leaves_the_earlier_report_whole_and_says_so(
     machine, capsys, tmp_path, monkeypatch
 ):
     machine()
-    report_file = tmp_path / "ann.json"
-    checkup.main(["--json", "--output", str(report_file)])
-    earlier = report_file.read_bytes()
+    report_file, earlier = an_earlier_report(tmp_path)
     capsys.readouterr()
 
     monkeypatch.setattr(checkup, "open", full_disk_open, raising=False)
@@ -1198,8 +1206,7 @@ def test_a_full_disk_leaves_the_earlier_report_whole_and_says_so(
         "so that file is as it was: free some space on that disk, or name a file on another one "
         "with --output.\n"
     )
-    assert report_file.read_bytes() == earlier
-    assert [path.name for path in tmp_path.iterdir()] == ["ann.json"]  # no part left behind
+    assert only_the_earlier_report_is_there(report_file, earlier)
 
 
 def test_the_run_configuration_option_turns_a_cpu_fallback_into_exit_0(situation, capsys):
