@@ -94,10 +94,10 @@ def _c_string(buffer: ctypes.Array, offset: int) -> str:
 
 
 def dll_search_folders() -> list[Path]:
-    """Where Windows finds the driver's DLLs: System32, then the folders of PATH."""
-    folders = [system32()]
-    folders += [Path(entry) for entry in os.environ.get("PATH", "").split(os.pathsep) if entry]
-    return folders
+    """Where Windows finds the driver's DLLs: System32, then the folders of PATH. Relative
+    entries ('.') are left out: a DLL in whatever folder the doctor runs from is not loaded."""
+    entries = (entry.strip('"') for entry in os.environ.get("PATH", "").split(os.pathsep))
+    return [system32()] + [Path(entry) for entry in entries if entry and Path(entry).is_absolute()]
 
 
 def hip_version(name: str) -> int | None:

@@ -106,9 +106,10 @@ def test_names_that_are_not_a_hip_runtime_and_folders_that_are_gone_are_passed_o
     assert devices == [] and load.loaded == []
 
 
-def test_the_search_starts_in_system32_then_follows_path(tmp_path, monkeypatch):
+def test_the_search_starts_in_system32_then_follows_paths_absolute_folders(tmp_path, monkeypatch):
     monkeypatch.setenv("SYSTEMROOT", str(tmp_path / "Windows"))
-    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "a"), "", str(tmp_path / "b")]))
+    entries = [str(tmp_path / "a"), "", ".", "bin", f'"{tmp_path / "b"}"']  # quoted, as some are
+    monkeypatch.setenv("PATH", os.pathsep.join(entries))
 
     assert amd_windows.dll_search_folders() == [
         tmp_path / "Windows" / "System32",
