@@ -117,7 +117,8 @@ def newest_hip_dll(folders: Iterable[Path]) -> Path | None:
             continue
         for name in names:
             version = hip_version(name)
-            if version is not None and (best is None or version > best[0]):
+            newer = version is not None and (best is None or version > best[0])
+            if newer and (folder / name).is_file():
                 best = (version, folder / name)
     return best[1] if best else None
 

@@ -99,6 +99,7 @@ def test_the_same_number_twice_keeps_system32s_copy(tmp_path):
 
 def test_names_that_are_not_a_hip_runtime_and_folders_that_are_gone_are_passed_over(tmp_path):
     system32 = dlls(tmp_path / "System32", "amdhip64.dll", "amdhip64_7.dll.bak", "amdhip64_x.dll")
+    (system32 / "amdhip64_8.dll").mkdir()  # a folder of that name
     load = Loader({})
 
     devices = amd_windows.read_hip([system32, tmp_path / "gone", system32 / "amdhip64.dll"], load)
