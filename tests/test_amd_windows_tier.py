@@ -6,8 +6,10 @@ is put where the driver puts it, the prefix's System32, as amdhip64_7.dll: a lap
 (gfx1036) enumerates before its discrete RX 7900 XTX (gfx1100). DXGI under Wine shows Wine's
 own adapter, so the script gives the scan the two AMD adapters DXGI would list; everything after
 (loading the DLL, hipGetDeviceCount, hipGetDevicePropertiesR0600, matching, recommending) runs
-for real. Without the DLL the doctor falls back to its PCI id table. About 20 s with the Windows
-tier's caches (TEMPLATE_TEST_CACHE) filled; the DLL builds in about a second.
+for real. Without the DLL the doctor falls back to its PCI id table. Built again with other
+settings (-D, see the C file), the DLL is also a runtime whose R0600 call fails, and a newer
+runtime beside the older one. About 20 s per case with the Windows tier's caches
+(TEMPLATE_TEST_CACHE) filled; each DLL builds in about a second.
 """
 
 from __future__ import annotations
@@ -59,17 +61,28 @@ print(json.dumps({
 
 
 @pytest.fixture(scope="module")
-def hip_dll(tmp_path_factory) -> Path:
+def build_hip(tmp_path_factory):
+    """build_hip(DISCRETE_ARCH='"gfx1201"', ...) -> a stand-in HIP DLL built with those -D."""
     if shutil.which(MINGW_GCC) is None:  # the DirectML tier installs it too, for its DXCore
         apt_install.install([MINGW_PACKAGE], size="about 250 MB", log=print)
-    dll = tmp_path_factory.mktemp("amdhip") / "amdhip64_7.dll"
-    subprocess.run(
-        [MINGW_GCC, "-shared", "-O2", "-Wall", "-o", str(dll), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return dll
+
+    def build(**defines: str) -> Path:
+        dll = tmp_path_factory.mktemp("amdhip") / "amdhip64.dll"
+        flags = [f"-D{name}={value}" for name, value in defines.items()]
+        subprocess.run(
+            [MINGW_GCC, "-shared", "-O2", "-Wall", *flags, "-o", str(dll), str(SOURCE)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        return dll
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def hip_dll(build_hip) -> Path:
+    return build_hip()
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +101,20 @@ def system32(winpy) -> Path:
     return winpy.prefix / "drive_c" / "windows" / "system32"
 
 
-def test_the_doctor_reads_each_gpus_target_from_the_drivers_hip_runtime(winpy, hip_dll, doctor):
-    installed = system32(winpy) / "amdhip64_7.dll"
-    shutil.copyfile(hip_dll, installed)
+def read_with_runtimes(winpy, doctor: Path, runtimes: dict[str, Path]) -> dict:
+    """What the doctor reads with ``runtimes`` ({"amdhip64_7.dll": built DLL}) in System32."""
+    installed = [system32(winpy) / name for name in runtimes]
     try:
-        seen = read_targets(winpy, doctor)
+        for name, dll in runtimes.items():
+            shutil.copyfile(dll, system32(winpy) / name)
+        return read_targets(winpy, doctor)
     finally:
-        installed.unlink()
+        for path in installed:
+            path.unlink(missing_ok=True)
+
+
+def test_the_doctor_reads_each_gpus_target_from_the_drivers_hip_runtime(winpy, hip_dll, doctor):
+    seen = read_with_runtimes(winpy, doctor, {"amdhip64_7.dll": hip_dll})
 
     assert seen["hip"] == [
         ["AMD Radeon(TM) Graphics", "gfx1036"],
@@ -114,8 +134,36 @@ def test_the_doctor_reads_each_gpus_target_from_the_drivers_hip_runtime(winpy, h
     )
 
 
+def test_a_runtime_whose_r0600_call_fails_is_answered_by_r0000(winpy, build_hip, doctor):
+    failing_r0600 = build_hip(R0600_STATUS="1")  # hipErrorInvalidValue
+
+    seen = read_with_runtimes(winpy, doctor, {"amdhip64_7.dll": failing_r0600})
+
+    assert seen["hip"] == [
+        ["AMD Radeon(TM) Graphics", "gfx1036"],
+        ["AMD Radeon RX 7900 XTX", "gfx1100"],
+    ]
+    assert seen["problems"] == []
+    assert (seen["stack"], seen["gpu"]) == ("rocm-windows", "AMD Radeon RX 7900 XTX")
+
+
+def test_of_two_runtimes_the_newest_is_read(winpy, hip_dll, build_hip, doctor):
+    """A driver upgrade can leave amdhip64_7.dll beside amdhip64_8.dll: each reports its own
+    target for the discrete GPU here, so the target read says which DLL answered."""
+    newer = build_hip(DISCRETE_ARCH='"gfx1201"')
+
+    seen = read_with_runtimes(winpy, doctor, {"amdhip64_7.dll": hip_dll, "amdhip64_8.dll": newer})
+
+    assert seen["hip"] == [
+        ["AMD Radeon(TM) Graphics", "gfx1036"],
+        ["AMD Radeon RX 7900 XTX", "gfx1201"],
+    ]
+    assert seen["gpus"][1] == ["AMD Radeon RX 7900 XTX", "gfx1201", "HIP runtime"]
+    assert seen["problems"] == []
+
+
 def test_without_the_hip_runtime_the_doctor_falls_back_to_its_pci_id_table(winpy, doctor):
-    assert not (system32(winpy) / "amdhip64_7.dll").exists()
+    assert not list(system32(winpy).glob("amdhip64*.dll"))
 
     seen = read_targets(winpy, doctor)
 

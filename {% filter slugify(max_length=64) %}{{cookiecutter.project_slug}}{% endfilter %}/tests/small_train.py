@@ -7,14 +7,36 @@ SMALL_TRAIN_SIZE sets the number of generated training images (default 800: 720 
 80 for validation); PID_FOLDER, when set, gets a file named after each process's id, so that
 a test can check that none is left running; STEP_DELAY_S makes every training step take that
 much longer, so that a test's Ctrl+C lands inside a run that would otherwise end first.
+KILL_AT_STEP=RANK:STEP makes the process of that rank kill itself (SIGKILL, as the system's
+out-of-memory killer does) as that training step starts: the other processes are then in the
+same step, waiting for it, whatever the machine's load. EXIT_FOLDER, when set, gets a file
+named after each process's id once its training command has returned (a killed one never does).
 """
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 from {{ cookiecutter.package_name }} import data, train
+
+
+def wrap_steps(delay: float, kill_at: str) -> None:
+    step, done = train.train_step, 0
+    rank, _, kill_step = kill_at.partition(":")
+    victim = bool(kill_at) and os.environ.get("RANK") == rank
+
+    def test_step(*args):
+        nonlocal done
+        done += 1
+        if victim and done == int(kill_step):
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(delay)
+        return step(*args)
+
+    train.train_step = test_step
+
 
 if __name__ == "__main__":
     data.SYNTHETIC_TRAIN_SIZE = int(os.environ.get("SMALL_TRAIN_SIZE", "800"))
@@ -22,12 +44,12 @@ if __name__ == "__main__":
     if os.environ.get("PID_FOLDER"):
         (Path(os.environ["PID_FOLDER"]) / str(os.getpid())).touch()
     delay = float(os.environ.get("STEP_DELAY_S", "0"))
-    if delay:
-        step = train.train_step
-
-        def slower_step(*args):
-            time.sleep(delay)
-            return step(*args)
-
-        train.train_step = slower_step
-    sys.exit(train.main(sys.argv[1:]))
+    kill_at = os.environ.get("KILL_AT_STEP", "")
+    if delay or kill_at:
+        wrap_steps(delay, kill_at)
+    try:
+        code = train.main(sys.argv[1:])
+    finally:
+        if os.environ.get("EXIT_FOLDER"):
+            (Path(os.environ["EXIT_FOLDER"]) / str(os.getpid())).touch()
+    sys.exit(code)

@@ -2,9 +2,11 @@
 
 Standard library only; nothing Windows-specific runs at import time. The Adrenalin driver
 installs the HIP runtime, ``C:\\Windows\\System32\\amdhip64_7.dll`` (``_6`` before), without any
-ROCm: ``hipGetDeviceCount``, then ``hipGetDevicePropertiesR0600`` gives ``gcnArchName`` (the
-way LLVM's ``offload-arch`` reads it, clang/tools/offload-arch/AMDGPUArchByHIP.cpp). Without
-that DLL a table of PCI device ids kept here names the target; else only the name is known.
+ROCm: ``hipGetDeviceCount``, then ``hipGetDevicePropertiesR0600`` gives ``gcnArchName``, and
+``hipGetDevicePropertiesR0000`` answers where R0600 fails. Like LLVM's ``offload-arch``
+(clang/tools/offload-arch/AMDGPUArchByHIP.cpp), the newest ``amdhip64_N.dll`` present is used:
+a future driver's ``_8`` is read without a change here. Without that DLL a table of PCI device
+ids kept here names the target; else only the name is known.
 
 AMD's ROCm wheels for Windows (the rocm-windows stack) carry each GPU's kernels in an extra,
 ``torch[device-gfx1100]``: one project serves a room of different GPUs, so the environment file
@@ -16,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,10 +28,13 @@ from .gpus import AMD, Gpu
 from .safe_text import clean_name
 
 STACK = "rocm-windows"
-HIP_DLLS = ("amdhip64_7.dll", "amdhip64_6.dll")
+# amdhip64_<N>.dll, N the HIP major version: a driver installs one, an upgrade may leave two.
+HIP_DLL_NAME = re.compile(r"amdhip64_(\d{1,4})\.dll", re.IGNORECASE)
+HIP_ERROR_NO_DEVICE = 100  # hipErrorNoDevice
 HIP_TIMEOUT = 5.0
 # hipDeviceProp_t: R0600 is 1472 bytes with gcnArchName[256] at 1160; R0000 has it at 396.
 # The buffer is larger than either, so a newer runtime writing a longer struct stays inside.
+# R0600 first; an older runtime, or one whose R0600 fails, answers R0000 (as offload-arch asks).
 PROPERTY_CALLS = (("hipGetDevicePropertiesR0600", 1160), ("hipGetDevicePropertiesR0000", 396))
 PROPERTIES_SIZE = 4096
 NAME_SIZE = 256
@@ -87,29 +93,82 @@ def _c_string(buffer: ctypes.Array, offset: int) -> str:
     return clean_name(raw.decode("utf-8", errors="replace"))
 
 
-def read_hip(folder: Path | None = None) -> list[HipDevice]:
-    """Every device of the driver's HIP runtime in ``folder`` (System32); [] without one (off
-    Windows, or no AMD driver). Raises OSError when the DLL is there and fails."""
-    if sys.platform != "win32":
+def dll_search_folders() -> list[Path]:
+    """Where Windows finds the driver's DLLs: System32, then the folders of PATH. Relative
+    entries ('.') are left out: a DLL in whatever folder the doctor runs from is not loaded."""
+    entries = (entry.strip('"') for entry in os.environ.get("PATH", "").split(os.pathsep))
+    return [system32()] + [Path(entry) for entry in entries if entry and Path(entry).is_absolute()]
+
+
+def hip_version(name: str) -> int | None:
+    """'amdhip64_7.dll' -> 7; None for any other name."""
+    match = HIP_DLL_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def newest_hip_dll(folders: Iterable[Path]) -> Path | None:
+    """The ``amdhip64_N.dll`` with the highest N in ``folders``; on a tie, the first folder's
+    (System32 before PATH). None when there is none."""
+    best: tuple[int, Path] | None = None
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except (OSError, ValueError):  # a PATH entry that is gone, not a folder, or garbled
+            continue
+        for name in names:
+            version = hip_version(name)
+            newer = version is not None and (best is None or version > best[0])
+            if newer and (folder / name).is_file():
+                best = (version, folder / name)
+    return best[1] if best else None
+
+
+class HipError(OSError):
+    """A HIP call that returned an error status; the message says which and what it means."""
+
+    def __init__(self, dll: str, function: str, status: int) -> None:
+        self.dll, self.function, self.status = dll, function, status
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        if self.status == HIP_ERROR_NO_DEVICE:
+            # The PCI id table still names the target; what the user can change is the driver.
+            return (
+                f"the HIP runtime of AMD's driver ({self.dll}) sees no AMD GPU, so AMD's ROCm "
+                "build of PyTorch cannot use one either: in Device Manager > Display adapters, "
+                "enable the AMD GPU if it is disabled, or install AMD's Adrenalin driver if it "
+                "runs on Microsoft Basic Display Adapter, then restart"
+            )
+        return f"HIP runtime: {self.dll}: {self.function} returned {self.status}"
+
+
+def read_hip(
+    folders: Iterable[Path] | None = None, load: Callable[[str], Any] | None = None
+) -> list[HipDevice]:
+    """Every device of the newest HIP runtime in ``folders`` (System32, then PATH); [] without
+    one (off Windows, or no AMD driver). Raises OSError when the DLL is there and fails.
+    ``load``: ctypes.CDLL, replaced in tests."""
+    if sys.platform != "win32" and load is None:
         return []
-    folder = system32() if folder is None else folder
-    paths = [folder / name for name in HIP_DLLS if (folder / name).is_file()]
-    if not paths:
+    dll = newest_hip_dll(dll_search_folders() if folders is None else folders)
+    if dll is None:
         return []
-    hip = ctypes.CDLL(str(paths[0]))
+    hip = (load or ctypes.CDLL)(str(dll))
     count = ctypes.c_int(0)
     hip.hipGetDeviceCount.argtypes = [ctypes.POINTER(ctypes.c_int)]
     hip.hipGetDeviceCount.restype = ctypes.c_int
     status = hip.hipGetDeviceCount(ctypes.byref(count))
     if status != 0:
-        raise OSError(f"{paths[0].name}: hipGetDeviceCount returned {status}")
-    devices = []
-    for index in range(min(count.value, MAX_DEVICES)):
-        devices.append(_device(hip, index, paths[0].name))
-    return devices
+        raise HipError(dll.name, "hipGetDeviceCount", status)
+    return [_device(hip, index, dll.name) for index in range(min(count.value, MAX_DEVICES))]
 
 
-def _device(hip: ctypes.CDLL, index: int, dll: str) -> HipDevice:
+def _device(hip: Any, index: int, dll: str) -> HipDevice:
+    """The device's name and target from the first property call that gives a target. A call
+    that fails, or answers without a target, passes to the next (R0600, then R0000); the first
+    failure is raised when every call fails."""
+    answered: HipDevice | None = None
+    failure: OSError | None = None
     for function, offset in PROPERTY_CALLS:
         call = getattr(hip, function, None)
         if call is None:
@@ -119,9 +178,15 @@ def _device(hip: ctypes.CDLL, index: int, dll: str) -> HipDevice:
         call.restype = ctypes.c_int
         status = call(ctypes.cast(properties, ctypes.c_void_p), index)
         if status != 0:
-            raise OSError(f"{dll}: {function}(device {index}) returned {status}")
-        return HipDevice(_c_string(properties, 0), strip_features(_c_string(properties, offset)))
-    raise OSError(f"{dll} has no hipGetDeviceProperties")
+            failure = failure or HipError(dll, f"{function}(device {index})", status)
+            continue
+        device = HipDevice(_c_string(properties, 0), strip_features(_c_string(properties, offset)))
+        if device.target:
+            return device
+        answered = answered or device
+    if answered is not None:  # named, without a target: the PCI id table may still know it
+        return answered
+    raise failure or OSError(f"{dll} has no hipGetDeviceProperties")
 
 
 def with_targets(gpus: list[Gpu], hip: Iterable[HipDevice] | None) -> list[Gpu]:
@@ -151,7 +216,7 @@ def with_targets(gpus: list[Gpu], hip: Iterable[HipDevice] | None) -> list[Gpu]:
 
 
 def scan_targets(
-    gpus: list[Gpu], read: Callable[[], list[HipDevice]] = read_hip
+    gpus: list[Gpu], read: Callable[[], list[HipDevice]] | None = None
 ) -> tuple[list[Gpu], str]:
     """(the GPUs with their targets, what went wrong reading HIP or ''). Only asks HIP when an
     AMD GPU is there; a missing DLL is no problem (the table answers), a failing one is named."""
@@ -159,8 +224,15 @@ def scan_targets(
         return gpus, ""
     from .bounded import call_with_timeout
 
-    devices, problem = call_with_timeout(read, HIP_TIMEOUT)
-    return with_targets(gpus, devices), problem and f"HIP runtime: {problem}"
+    def read_in_words() -> tuple[list[HipDevice], str]:
+        try:
+            return (read or read_hip)(), ""
+        except HipError as error:  # its own sentence, without the exception's name
+            return [], error.describe()
+
+    answer, problem = call_with_timeout(read_in_words, HIP_TIMEOUT)
+    devices, explained = answer or ([], "")
+    return with_targets(gpus, devices), explained or (problem and f"HIP runtime: {problem}")
 
 
 @functools.lru_cache(maxsize=1)

@@ -30,17 +30,24 @@ and the exit code for a broken install, never a traceback.
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
+import errno
 import importlib
+import os
+import re
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any, Callable, Sequence
 
 from . import amd_windows, emulation, envcheck, onnx_runtime_check, probes
 from .bounded import describe_error
 from .bundle.install import stick_verdict
 from .commands import (
+    OutputFailed,
     add_device_option,
     command,
     command_parser,
@@ -348,7 +355,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         metavar="FILE",
         help="write the report (JSON with --json) to FILE in UTF-8 instead of the screen: a "
-        "report that the room summary reads, whatever the console's encoding",
+        "report that the room summary reads, whatever the console's encoding; written when the "
+        "checks are done, and only over a report of this command, never over another file",
     )
     parser.add_argument(
         "--cpu-fallback-ok",
@@ -368,13 +376,94 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     device = add_device_option(parser, "test")
     device.type = device_request  # checked now: a name that is no device is a usage error (2)
     args = parser.parse_args(argv)
-    args.file = None
-    if args.output is not None:  # opened now: a folder that is not there is a usage error (2)
-        try:
-            args.file = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 (closed in main)
-        except OSError as error:
-            parser.error(f"cannot write --output {args.output}: {error.strerror or error}")
+    if args.output is not None:  # checked now, before the checks take their time
+        refusal = output_refusal(args.output)
+        if refusal:
+            parser.error(refusal)
     return args
+
+
+# How every report this command writes begins: the text and -v title, the Markdown heading, the
+# JSON's first key. A file that begins otherwise is someone else's and is never overwritten.
+REPORT_BEGINNINGS = re.compile(r'(### )?verify_install: |\{\s*"schema_version":')
+SNIFF_BYTES = 4096
+
+
+def is_report(path: Path) -> bool:
+    """Whether ``path`` holds a report of this command (an older run's, to be replaced)."""
+    try:
+        with open(path, "rb") as stream:
+            start = stream.read(SNIFF_BYTES)
+    except OSError:
+        return False
+    # PowerShell 5's `>` saves a printed report as UTF-16; Notepad may add a UTF-8 BOM.
+    utf16 = start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    text = start.decode("utf-16" if utf16 else "utf-8-sig", errors="replace").lstrip()
+    return REPORT_BEGINNINGS.match(text) is not None
+
+
+def output_refusal(path: Path) -> str:
+    """Why ``--output path`` cannot be written, in one sentence; '' when it can."""
+    folder = path.parent
+    if path.is_dir():
+        return f"--output {path} is a folder: name a file in it, such as {path / 'report.txt'}"
+    if not folder.is_dir():
+        return f"cannot write --output {path}: the folder {folder} is not there"
+    if not os.access(folder, os.W_OK):
+        return f"cannot write --output {path}: the folder {folder} is read-only for you"
+    if path.exists() and not is_report(path):
+        return (
+            f"--output {path} is a file that verify_install did not write, so it is left as it "
+            "is: name another file (such as report.txt), or delete this one first if you no "
+            "longer need it"
+        )
+    return ""
+
+
+def save_report(path: Path, render: Callable[[IO[str]], str]) -> None:
+    """Write ``render(stream)`` to ``path`` whole or not at all: into a temporary file beside
+    it, then renamed over it, so Ctrl+C or a full disk leaves the old report or none, never a
+    part. One sentence (OutputFailed, exit 74) when it cannot be written."""
+    try:
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".part", dir=path.parent
+        )
+    except OSError as error:
+        raise OutputFailed(_not_written(path, error)) from None
+    try:
+        with open(handle, "w", encoding="utf-8") as stream:
+            stream.write(render(stream))
+            stream.flush()
+            os.fsync(stream.fileno())  # on disk before the rename: no empty file after a crash
+        _readable_as_a_new_file(temporary)
+        refusal = output_refusal(path)  # again: another program may have put a file there
+        if refusal:
+            raise OutputFailed(refusal)
+        os.replace(temporary, path)
+    except OSError as error:
+        raise OutputFailed(_not_written(path, error)) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)  # gone already after the rename
+
+
+def _readable_as_a_new_file(path: str) -> None:
+    """mkstemp's file is private (0600); a report gets the mode ``open`` would have given it."""
+    if os.name == "posix":
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(path, 0o666 & ~umask)
+
+
+def _not_written(path: Path, error: OSError) -> str:
+    reason = error.strerror or describe_error(error)
+    if error.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        todo = "free some space on that disk, or name a file on another one with --output"
+    else:
+        todo = "close the program that has it open, or name a file in another folder"
+    return (
+        f"the report could not be written to {path} ({reason}), so that file is as it was: {todo}"
+    )
 
 
 def report_text(report: Report, code: int, args: argparse.Namespace, stream: IO[str]) -> str:
@@ -404,11 +493,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         report.verdict = "BROKEN: verify_install itself failed."
     code = exit_status(report, args.cpu_fallback_ok)
-    if args.file is None:
+    if args.output is None:
         write_out(report_text(report, code, args, sys.stdout))
     else:
-        with args.file:
-            args.file.write(report_text(report, code, args, args.file) + "\n")
+        save_report(args.output, lambda stream: report_text(report, code, args, stream) + "\n")
         write_out(f"Report written to {args.output}: {VERDICTS.get(report.exit_code, 'unknown')}.")
     if args.bundle is not None:  # stderr where stdout is JSON or Markdown
         stack = (report.recommendation or {}).get("stack") or report.project.get("accelerator")

@@ -532,12 +532,12 @@ def test_the_gfx_target_is_read_at_the_offset_of_each_property_call(versions):
 
 def test_a_failing_hip_runtime_is_named_and_the_pci_id_table_still_answers():
     def failing():
-        raise OSError("amdhip64_7.dll: hipGetDeviceCount returned 100")
+        raise OSError("amdhip64_7.dll: hipGetDeviceCount returned 999")
 
     rx_7800 = Gpu("AMD Radeon RX 7800 XT", 0x1002, 0x747E, 16 * 2**30, source="DXGI")
     gpus, problem = amd_windows.scan_targets([rx_7800], failing)
 
-    assert "hipGetDeviceCount returned 100" in problem
+    assert "hipGetDeviceCount returned 999" in problem
     assert (gpus[0].gfx_target, gpus[0].target_source) == ("gfx1101", "PCI id table")
 
 

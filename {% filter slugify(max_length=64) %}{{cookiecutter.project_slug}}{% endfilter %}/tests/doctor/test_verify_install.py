@@ -142,12 +142,14 @@ def test_a_working_directml_adapter_exits_0_with_its_float64_support(machine, ca
     machine(options=[RADEON])
     assert checkup.main(["-v"]) == checkup.EXIT_OK == 0
     out = capsys.readouterr().out
-    assert "directml:1: AMD Radeon RX 6700 XT, float64 NOT supported" in out
-    # The device as --device names it, never torch's privateuseone:N (the row may wrap).
+    # Rows wrap where their text is long: the timing row's is as long as the times measured
+    # (1913.5 ms a step on a busy machine), so every row is read as words.
     words = " ".join(out.split())
+    assert "directml:1: AMD Radeon RX 6700 XT, float64 NOT supported" in words
+    # The device as --device names it, never torch's privateuseone:N.
     assert "LeNet forward+backward on directml:1 vs the CPU: largest relative difference" in words
     assert "Verdict (exit 0): WORKS: training runs on directml:1 (AMD Radeon RX 6700 XT)." in out
-    assert "ms on the CPU (" in out  # device against CPU timing
+    assert re.search(r"ms on directml:1, [\d.]+ ms on the CPU \([\d.]+x\)", words)  # both timed
 
 
 def test_several_gpus_of_the_chosen_kind_name_the_torchrun_command(machine, capsys):
@@ -1087,6 +1089,124 @@ def test_output_into_a_folder_that_is_not_there_is_a_usage_error(machine, capsys
         checkup.main(["--json", "--output", str(tmp_path / "missing" / "ann.json")])
     assert done.value.code == 2
     assert "cannot write --output" in capsys.readouterr().err
+
+
+# Files that --output must never replace: a project file, one of the doctor's own modules, an
+# empty file (an empty __init__.py is a module too).
+NOT_REPORTS = {
+    "pyproject.toml": '[project]\nname = "lab"\n',
+    "checkup.py": '"""Does this setup work."""\nimport sys\n',
+    "__init__.py": "",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_REPORTS))
+def test_output_never_replaces_a_file_it_did_not_write(machine, capsys, tmp_path, name):
+    machine()
+    other = tmp_path / name
+    other.write_text(NOT_REPORTS[name], encoding="utf-8")
+
+    with pytest.raises(SystemExit) as done:
+        checkup.main(["--output", str(other)])
+
+    assert done.value.code == 2
+    assert other.read_text(encoding="utf-8") == NOT_REPORTS[name]
+    said = capsys.readouterr().err.splitlines()[-1]
+    assert said.endswith(
+        f".verify_install: error: --output {other} is a file that verify_install did not write, "
+        "so it is left as it is: name another file (such as report.txt), or delete this one "
+        "first if you no longer need it"
+    )
+
+
+@pytest.mark.parametrize("first", [[], ["-v"], ["--markdown"], ["--json"], ["utf-16"]])
+def test_output_replaces_a_report_it_wrote_in_any_format(machine, capsys, tmp_path, first):
+    machine()
+    report_file = tmp_path / "ann.txt"
+    if first == ["utf-16"]:  # PowerShell 5's `verify_install > ann.txt`
+        checkup.main([])
+        report_file.write_text(capsys.readouterr().out, encoding="utf-16")
+    else:
+        checkup.main([*first, "--output", str(report_file)])
+
+    code = checkup.main(["--json", "--output", str(report_file)])
+
+    assert json.loads(report_file.read_text(encoding="utf-8"))["verdict"]["exit_code"] == code
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"Report written to {report_file}")
+    assert [path.name for path in tmp_path.iterdir()] == ["ann.txt"]
+
+
+def an_earlier_report(folder: Path) -> tuple[Path, bytes]:
+    """The report an earlier `verify_install --json --output` wrote into ``folder``."""
+    report_file = folder / "ann.json"
+    checkup.main(["--json", "--output", str(report_file)])
+    return report_file, report_file.read_bytes()
+
+
+def only_the_earlier_report_is_there(report_file: Path, earlier: bytes) -> bool:
+    """The earlier report, whole, and nothing beside it (no part of a new one)."""
+    beside = [path.name for path in report_file.parent.iterdir()]
+    return report_file.read_bytes() == earlier and beside == [report_file.name]
+
+
+def test_ctrl_c_during_the_checks_leaves_the_earlier_report_whole(
+    machine, capsys, tmp_path, monkeypatch
+):
+    machine()
+    report_file, earlier = an_earlier_report(tmp_path)
+
+    def interrupted(request):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkup, "run", interrupted)
+    code = checkup.main(["--json", "--output", str(report_file)])
+
+    assert code == 130 and capsys.readouterr().err == "Interrupted.\n"
+    assert only_the_earlier_report_is_there(report_file, earlier)
+
+
+class FullDisk:
+    """A file whose disk fills up after ``room`` characters, as a USB stick does mid-write."""
+
+    def __init__(self, stream, room=100):
+        self.stream, self.room = stream, room
+
+    def write(self, text):
+        self.stream.write(text[: self.room])
+        self.stream.flush()
+        raise OSError(28, "No space left on device")
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stream.close()
+
+
+def full_disk_open(*args, **kwargs):
+    return FullDisk(open(*args, **kwargs))  # noqa: SIM115 (FullDisk closes it)
+
+
+def test_a_full_disk_leaves_the_earlier_report_whole_and_says_so(
+    machine, capsys, tmp_path, monkeypatch
+):
+    machine()
+    report_file, earlier = an_earlier_report(tmp_path)
+    capsys.readouterr()
+
+    monkeypatch.setattr(checkup, "open", full_disk_open, raising=False)
+    code = checkup.main(["--json", "--output", str(report_file)])
+
+    assert code == 74
+    assert capsys.readouterr().err == (
+        f"error: the report could not be written to {report_file} (No space left on device), "
+        "so that file is as it was: free some space on that disk, or name a file on another one "
+        "with --output.\n"
+    )
+    assert only_the_earlier_report_is_there(report_file, earlier)
 
 
 def test_the_run_configuration_option_turns_a_cpu_fallback_into_exit_0(situation, capsys):
