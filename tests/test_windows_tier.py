@@ -158,7 +158,7 @@ def test_cookiecutter_bakes_on_windows_and_the_hook_reports_this_machine(
         winpy,
         project,
         "-c",
-        "from gpu_doctor import gpu_windows as g; "
+        "from gpu_doctor import dxgi as g; "
         "print('\\n'.join(a.name for a in g.dxgi_adapters()))",
         timeout=BAKE_TIMEOUT,
     )
@@ -241,7 +241,7 @@ def test_powershell_that_prints_nothing_is_no_information_and_returns_at_once(wi
         winpy,
         project,
         "-c",
-        "import time; from gpu_doctor import gpu_windows as g; "
+        "import time; from gpu_doctor import dxgi as g; "
         "t = time.monotonic(); gpus, problem = g.powershell_adapters(); "
         "print(len(gpus), round(time.monotonic() - t, 1), g.POWERSHELL_TIMEOUT); print(problem)",
         timeout=BAKE_TIMEOUT,

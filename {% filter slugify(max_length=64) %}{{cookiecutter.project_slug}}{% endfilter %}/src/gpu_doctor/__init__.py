@@ -2,8 +2,8 @@
 standard library only, that imports nothing of the project's package (only the checkup's probes
 load the project's model and training step, by the name project.json gives).
 
-One direction: ``facts`` (gathered once by ``os_info``, ``gpu_windows``, ``gpu_linux``,
-``amd_linux``, ``drivers``, ``builds``, within ``bounded`` time) -> ``rules/`` (one module per
+One direction: ``facts`` (gathered once by ``os_info``, ``dxgi``, ``sysfs``,
+``amd_linux``, ``driver_age``, ``builds``, within ``bounded`` time) -> ``rules/`` (one module per
 subject; each rule holds its condition, wording, fix and code) -> ``probes`` with torch (and
 ``stepwise``, which names the step a GPU fails) -> ``verdict`` (the report: verdict, exit code,
 JSON) -> ``render`` (text, Markdown). ``envcheck`` runs the standard-library part: the project

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import nvidia
-from .drivers import nvidia_branch, version_fields
+from .driver_age import nvidia_branch, version_fields
 from .gpus import NVIDIA, Gpu
 from .os_info import OsInfo
 from .project import Project

@@ -22,7 +22,7 @@ from .gpus import GpuScan
 from .os_info import OsInfo
 from .project import Project, load_project
 from .render import format_findings  # noqa: F401  (the hook prints with it)
-from .rules import environment, gpus, packages, python, system
+from .rules import cards, environment, packages, python, system
 
 
 def _python_rules(facts: Facts) -> list[Finding]:
@@ -36,7 +36,7 @@ def _os_rules(facts: Facts) -> list[Finding]:
 def _gpu_rules(facts: Facts) -> list[Finding]:
     if facts.os is None or facts.scan is None:
         return []  # the OS check already reported why
-    return gpus.check_gpus(facts.project, facts.os, facts.scan, facts.today, facts.best)
+    return cards.check_gpus(facts.project, facts.os, facts.scan, facts.today, facts.best)
 
 
 def _environment_rules(facts: Facts) -> list[Finding]:

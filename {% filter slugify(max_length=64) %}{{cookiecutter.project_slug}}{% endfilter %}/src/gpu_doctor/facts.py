@@ -2,7 +2,7 @@
 GPUs and their drivers, the stack this environment serves, and the recommendation computed
 from them. The rules (``rules/``) only read these; tests describe any machine by building them.
 
-Gathering (``os_info.detect``, ``gpu_windows.scan``, ``gpu_linux.scan``, package metadata) never
+Gathering (``os_info.detect``, ``dxgi.scan``, ``sysfs.scan``, package metadata) never
 decides anything. Standard library only (the project generator's hook runs it).
 """
 
@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import active_environment, gpu_linux, gpu_windows, nvidia, os_info, recommend
+from . import active_environment, dxgi, nvidia, os_info, recommend, sysfs
 from .driver_fit import fit_to_driver
 from .gpus import GpuScan
 from .os_info import OsInfo
@@ -68,9 +68,9 @@ class Facts:
 def scan_gpus(info: OsInfo) -> GpuScan:
     """Ask the system for its GPUs in the way that fits it; macOS needs no listing."""
     if info.is_windows:
-        return gpu_windows.scan()
+        return dxgi.scan()
     if info.is_linux:
-        return gpu_linux.scan(wsl=info.wsl == 2)
+        return sysfs.scan(wsl=info.wsl == 2)
     return GpuScan(source="")
 
 

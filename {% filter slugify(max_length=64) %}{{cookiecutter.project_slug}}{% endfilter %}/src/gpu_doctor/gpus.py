@@ -1,6 +1,6 @@
 """What a GPU is, whatever found it: vendor, integrated or discrete, a one-line description.
 
-Standard library only. ``gpu_windows`` (DXGI, PowerShell) and ``gpu_linux`` (/sys/class/drm,
+Standard library only. ``dxgi`` (DXGI, PowerShell) and ``sysfs`` (/sys/class/drm,
 nvidia-smi, rocm-smi) both return a ``GpuScan`` of ``Gpu`` records; the rules (``rules/``) decide.
 """
 

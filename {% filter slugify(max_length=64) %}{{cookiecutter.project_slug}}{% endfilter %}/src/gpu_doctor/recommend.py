@@ -3,7 +3,7 @@
 Standard library only (the project generator's hook runs it before any environment exists).
 Every generated project carries one environment file per stack, `environments/<stack>.yml`
 (conda) and `environments/<stack>.txt` (pip), rendered from the template's support table.
-This module reads the GPUs that ``gpu_windows``/``gpu_linux`` found and the operating system,
+This module reads the GPUs that ``dxgi``/``sysfs`` found and the operating system,
 and names the stack, the file and the exact commands that create its environment.
 
 The README's "Which environment for my laptop?" table is kept in step with ``RULES`` by a

@@ -37,7 +37,7 @@ from gpu_doctor.project import (
     load_project,
 )
 from gpu_doctor.rules import (
-    gpus as gpu_rules,
+    cards as gpu_rules,
 )
 from gpu_doctor.rules import (
     python,

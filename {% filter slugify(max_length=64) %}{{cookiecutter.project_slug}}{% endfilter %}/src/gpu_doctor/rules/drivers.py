@@ -8,7 +8,7 @@ import re
 from typing import Iterable
 
 from .. import nvidia
-from ..drivers import driver_age, nvidia_branch, version_fields
+from ..driver_age import driver_age, nvidia_branch, version_fields
 from ..findings import UPDATES_DRIVER, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, QUALCOMM, Gpu
 from ..os_info import OsInfo

@@ -1,5 +1,5 @@
 """Rules about the GPUs, for every system: each GPU found, a query that failed, then the rules
-of the system (``gpus_windows``, ``gpus_linux``) and of the drivers (``drivers``)."""
+of the system (``cards_windows``, ``cards_linux``) and of the drivers (``drivers``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from ..findings import OK, WARN, Finding
 from ..gpus import NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
 from ..project import Project
-from . import cuda, drivers, gpus_linux, gpus_windows
+from . import cards_linux, cards_windows, cuda, drivers
 
 CODES = {
     "GPU-FOUND": "A GPU, as the system reports it.",
     "GPU-QUERY-FAILED": "The GPUs could not be listed.",
     "GPU-QUERY-PARTLY-FAILED": "Part of the GPU query failed.",
-    # given by the rules of both systems (gpus_windows, gpus_linux)
+    # given by the rules of both systems (cards_windows, cards_linux)
     "GPU-NONE": "No GPU for compute.",
     "GPU-UNUSED": "The active stack leaves this GPU unused.",
 }
@@ -43,12 +43,12 @@ def check_gpus(
     )
     findings += cuda.capability_findings(project, hardware, recommend.system_of(info), best.stack)
     if info.is_windows:
-        findings += gpus_windows.check(project, scan, best.stack)
+        findings += cards_windows.check(project, scan, best.stack)
         if not hardware:
             return findings
         aged = hardware
     else:
-        findings += gpus_linux.check(project, info, scan, best.stack)
+        findings += cards_linux.check(project, info, scan, best.stack)
         aged = [gpu for gpu in hardware if gpu.vendor_id == NVIDIA]
     findings += drivers.old_drivers(aged, today)
     findings += drivers.too_old_for_cuda(project, info, hardware, best.stack)
