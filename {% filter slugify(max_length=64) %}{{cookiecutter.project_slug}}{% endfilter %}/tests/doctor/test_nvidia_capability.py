@@ -227,7 +227,7 @@ TOO_OLD_WARNING = (
 
 
 def test_no_kernel_image_with_torchs_warning_names_gpu_capability_builds_and_file():
-    found, fix = cuda_rules.no_kernel_image(
+    found, fix, follows = cuda_rules.no_kernel_image(
         "CUDA error: no kernel image is available for execution on the device " + TORCH_WARNING,
         {"system": "Linux", "stack": "cuda-legacy", "gpus": []},
         stack_project("cuda"),
@@ -237,17 +237,18 @@ def test_no_kernel_image_with_torchs_warning_names_gpu_capability_builds_and_fil
     assert "this torch (2.14.1+cu130) has no kernels" in found
     assert "PyTorch 2.14.1+cu126 (the cuda-legacy environment; final" in found
     assert fix.startswith("Use the cuda-legacy environment, as the Environment fix says")
+    assert follows == "ENV-OTHER-BEST"  # the summary merges it into that fix by this code
     assert "environments/cuda-legacy.txt" in fix and "environments/cuda-legacy.yml" in fix
 
 
 def test_torchs_too_old_warning_alone_sends_a_fermi_to_directml_on_windows():
-    found, fix = cuda_rules.no_kernel_image(
+    found, fix, follows = cuda_rules.no_kernel_image(
         TOO_OLD_WARNING, {"system": "Windows", "stack": "directml"}, stack_project("cuda")
     )
 
     assert "NVIDIA GeForce GTX 470 has compute capability 2.0 (Fermi)" in found
     assert "no current PyTorch build" in found
-    assert "Use the directml environment" in fix
+    assert "Use the directml environment" in fix and follows == "ENV-OTHER-BEST"
 
 
 def test_the_report_gpus_capability_comes_first_and_torchs_reading_last():

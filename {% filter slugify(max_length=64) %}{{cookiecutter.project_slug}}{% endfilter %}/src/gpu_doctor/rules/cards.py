@@ -56,7 +56,10 @@ def check_gpus(
 
 
 def _list_findings(gpus: Iterable[Gpu]) -> list[Finding]:
-    return [Finding("GPU", OK, gpu.describe(), code="GPU-FOUND") for gpu in gpus]
+    return [
+        Finding("GPU", OK, gpu.describe(), code="GPU-FOUND", brief=f"{gpu.name} ({gpu.kind}).")
+        for gpu in gpus
+    ]
 
 
 def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:

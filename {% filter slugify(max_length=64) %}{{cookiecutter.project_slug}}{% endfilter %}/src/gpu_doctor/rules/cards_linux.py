@@ -5,12 +5,12 @@ shared GPUs, no GPU at all."""
 from __future__ import annotations
 
 from .. import amd_linux, nvidia, recommend
-from ..findings import INSTALLS_BACKEND, OK, WARN, Finding
+from ..findings import INSTALLS_BACKEND, NO_ACTION, OK, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
 from ..project import Project
 from . import cuda, rocm
-from .environment import stack_files
+from .environment import OTHER_BEST, stack_files
 
 CODES = {
     "GPU-CUDA-OK": "An NVIDIA GPU that CUDA trains on.",
@@ -59,6 +59,7 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
                     if gpu_stack and best == accelerator
                     else "",
                     code="GPU-AMD-LEGACY-DRIVER",
+                    role=NO_ACTION,
                 )
             )
         elif gpu.vendor_id == AMD:
@@ -76,7 +77,10 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
                         + (", so training runs on the CPU." if gpu_stack else "."),
                         fix,
                         code="GPU-AMD-NO-ROCM-BUILD",
+                        brief="AMD GPU, but this torch has no ROCm"
+                        + (": the CPU trains." if gpu_stack else "."),
                         role=INSTALLS_BACKEND if fix else "",
+                        follows=OTHER_BEST if fix else "",
                     )
                 )
         elif gpu.vendor_id == INTEL and accelerator != "xpu":
@@ -95,7 +99,10 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
                     ),
                     fix,
                     code="GPU-INTEL-NO-XPU-BUILD",
+                    brief="Intel GPU, but this torch is no XPU build"
+                    + (": the CPU trains." if gpu_stack else "."),
                     role=INSTALLS_BACKEND if fix else "",
+                    follows=OTHER_BEST if fix else "",
                 )
             )
     if amdgpu and (accelerator == "rocm" or best == "rocm"):
@@ -114,20 +121,23 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
         else:
             display = [gpu.name for gpu in scan.gpus if gpu not in hardware]
             seen = f" (display only: {', '.join(display)})" if display else ""
+            fix, role, follows = "", "", ""
             if not gpu_stack:
-                fix = ""
+                pass
             elif best != accelerator:
                 fix = (
                     f"Train on the CPU with the {best} environment, as the Environment fix says. "
                     "For GPU training, use a machine with an NVIDIA GPU (the cuda environment), "
                     "or Windows with any DirectX 12 GPU (the directml environment)."
                 )
+                follows = OTHER_BEST
             else:
                 fix = (
                     "Nothing to install: the CPU trains, only slower. For GPU training use a "
                     "machine with an NVIDIA GPU (the cuda environment), or Windows with any "
                     "DirectX 12 GPU (the directml environment)."
                 )
+                role = NO_ACTION
             findings.append(
                 Finding(
                     "GPU",
@@ -135,6 +145,9 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
                     f"No GPU for compute found{seen}: training runs on the CPU.",
                     fix,
                     code="GPU-NONE",
+                    brief="No GPU for compute found: training runs on the CPU.",
+                    role=role,
+                    follows=follows,
                 )
             )
     return findings
@@ -151,6 +164,7 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
                 "Install NVIDIA's driver (Ubuntu: `sudo ubuntu-drivers install`), reboot, and "
                 "check that `nvidia-smi` lists the GPU.",
                 code="GPU-NVIDIA-NO-DRIVER",
+                brief=f"NVIDIA GPU on the '{gpu.driver}' driver: CUDA needs NVIDIA's.",
             )
         ]
     if gpu.driver == "" and gpu.source.startswith("/sys"):
@@ -161,6 +175,7 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
                 f"{gpu.name} has no kernel driver loaded: CUDA cannot use it.",
                 "Install NVIDIA's driver (Ubuntu: `sudo ubuntu-drivers install`) and reboot.",
                 code="GPU-NVIDIA-NO-DRIVER",
+                brief="NVIDIA GPU with no kernel driver: CUDA cannot use it.",
             )
         ]
     if project.accelerator in nvidia.CUDA_STACKS:

@@ -47,6 +47,7 @@ def old_drivers(gpus: Iterable[Gpu], today: datetime.date) -> list[Finding]:
                 "GPU, the old driver is the last one; DirectML may then fail on some operators.",
                 code="DRIVER-OLD",
                 role=UPDATES_DRIVER,
+                brief=f"{gpu.vendor} driver about {age.years(today):.0f} years old.",
             )
         )
     return findings

@@ -13,9 +13,12 @@ from ..gpus import GpuScan
 from ..os_info import OsInfo
 from ..project import Project
 
+# The finding whose fix creates the recommended environment: other fixes follow it by code.
+OTHER_BEST = "ENV-OTHER-BEST"
+
 CODES = {
     "ENV-BEST": "The active environment is the best one for this machine.",
-    "ENV-OTHER-BEST": "Another stack's environment fits this machine better.",
+    OTHER_BEST: "Another stack's environment fits this machine better.",
     "ENV-UNKNOWN": "No recommendation: the GPUs could not be listed.",
 }
 
@@ -62,6 +65,7 @@ def check_environment_choice(
                 "The GPUs could not be listed, so no environment file is recommended over "
                 f"the default ({project.accelerator}).",
                 code="ENV-UNKNOWN",
+                brief="No recommendation: the GPUs could not be listed.",
             )
         ]
     best = best or fit_to_driver(
@@ -82,6 +86,7 @@ def check_environment_choice(
                 f"Best for this machine: {best.stack} ({best.conda_file} or {best.pip_file}), "
                 f"which is {where}. {seen}.",
                 code="ENV-BEST",
+                brief=f"Best for this machine: {best.stack}, {where.split(' environment')[0]}.",
             )
         ]
     if context == "hook" or not active:
@@ -107,8 +112,9 @@ def check_environment_choice(
             WARN,
             f"Best for this machine: {best.stack}, but {now}. {seen}.",
             fix,
-            code="ENV-OTHER-BEST",
+            code=OTHER_BEST,
             role=CHOOSES_ENVIRONMENT,
+            brief=f"Best for this machine: {best.stack}, not {current}.",
         )
     ]
 
@@ -144,7 +150,7 @@ def defer_to_recommendation(
                 fix = f"{lead}repairing this {active} one. To keep {active}: {finding.fix}"
             else:
                 fix = f"{lead}repairing this {active} one: {active} cannot train on {system}."
-            finding = finding.with_fix(fix)
+            finding = finding.with_fix(fix, follows=OTHER_BEST)
         deferred.append(finding)
     return deferred
 
