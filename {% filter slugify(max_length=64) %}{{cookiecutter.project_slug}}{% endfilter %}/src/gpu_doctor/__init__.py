@@ -8,7 +8,6 @@ subject; each rule holds its condition, wording, fix and code) -> ``probes`` wit
 ``stepwise``, which names the step a GPU fails) -> ``verdict`` (the report: verdict, exit code,
 JSON) -> ``render`` (text, Markdown). ``envcheck`` runs the standard-library part: the project
 generator's hook imports it from the freshly written ``src/`` before any environment exists.
-``checkup`` runs all of it (``python -m <package>.verify_install``); ``summary`` summarises a
-room's ``--json`` reports (``python -m gpu_doctor.summary FOLDER``); ``bundle`` writes a workshop
-stick that a room installs from with no network (``python -m gpu_doctor.bundle make E:\\``).
+``checkup`` runs all of it (``python -m <package>.verify_install``). The instructor's tools (the
+workshop stick, the room's summary) are not here: they are the project's ``instructor/``.
 """

@@ -39,7 +39,6 @@ from typing import IO, Any, Sequence
 
 from . import amd_windows, emulation, envcheck, onnx_runtime_check, probes
 from .bounded import describe_error
-from .bundle.install import stick_verdict
 from .commands import (
     add_device_option,
     command,
@@ -55,6 +54,7 @@ from .render import render_markdown, render_summary, render_text
 from .rules import device_checks as device_rules
 from .rules import environment, packages, rocm_windows
 from .rules import training_step as step_rules
+from .stick_check import ask_stick
 from .verdict import (
     EXIT_BROKEN,
     EXIT_CODES_HELP,
@@ -361,7 +361,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         default=None,
         metavar="FOLDER",
-        help="a workshop stick (python -m gpu_doctor.bundle make): say whether it holds the "
+        help="a workshop stick (python -m instructor.stick make): say whether it holds the "
         "environment this machine needs, and what is missing",
     )
     device = add_device_option(parser, "test")
@@ -411,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_out(f"Report written to {args.output}: {VERDICTS.get(report.exit_code, 'unknown')}.")
     if args.bundle is not None:  # stderr where stdout is JSON or Markdown
         stack = (report.recommendation or {}).get("stack") or report.project.get("accelerator")
-        line = stick_verdict(args.bundle, stack or "cpu")
+        line = ask_stick(args.bundle, stack or "cpu")
         if args.json or args.markdown:
             print(line, file=sys.stderr)
         else:
