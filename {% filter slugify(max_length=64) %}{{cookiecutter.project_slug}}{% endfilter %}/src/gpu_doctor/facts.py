@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import active_environment, dxgi, nvidia, os_info, recommend, sysfs
-from .driver_fit import fit_to_driver
+from .driver_fit import best_environment
 from .gpus import GpuScan
 from .os_info import OsInfo
 from .project import Project
@@ -42,11 +42,7 @@ class Facts:
         """The GPUs, and the recommendation that rests on them."""
         assert self.os is not None
         scan = replace(scan, gpus=nvidia.with_capabilities(scan.gpus))  # names tell DXGI's
-        best = fit_to_driver(
-            recommend.recommend(self.os, scan.hardware, self.project.python_version),
-            self.project,
-            self.os,
-        )
+        best = best_environment(self.project, self.os, scan.hardware)
         return replace(self, scan=scan, best=best)
 
     def with_active(self, active: str | None) -> Facts:

@@ -18,6 +18,7 @@ import pytest
 from gpu_doctor import (
     amd_windows,
     dxgi,
+    envcheck,
     recommend,
 )
 from gpu_doctor.bounded import (
@@ -38,9 +39,6 @@ from gpu_doctor.os_info import (
 )
 from gpu_doctor.project import (
     Project,
-)
-from gpu_doctor.rules import (
-    cards as gpu_rules,
 )
 
 FUNCTYPE = getattr(ctypes, "WINFUNCTYPE", ctypes.CFUNCTYPE)
@@ -365,7 +363,7 @@ def test_only_the_software_adapter_asks_powershell_which_finds_a_gpu_without_dri
     fake_powershell(monkeypatch, CommandResult(("powershell.exe",), 0, POWERSHELL_NO_DRIVER))
     scan = dxgi.scan()
     assert scan.source == "DXGI + PowerShell"
-    findings = gpu_rules.check_gpus(project(), WINDOWS, scan)
+    findings = envcheck.gpu_findings(project(), WINDOWS, scan)
     warning = [f for f in findings if f.status == WARN and "NVIDIA" in f.found]
     assert warning and "driver is not installed" in warning[0].found
 
@@ -378,7 +376,7 @@ def test_dxgi_and_powershell_both_failing_is_one_warning_with_both_reasons(monke
     )
     scan = dxgi.scan()
     assert scan.gpus == []
-    (finding,) = gpu_rules.check_gpus(project(), WINDOWS, scan)
+    (finding,) = envcheck.gpu_findings(project(), WINDOWS, scan)
     assert finding.status == WARN
     assert "ZeroDivisionError" in finding.found and "powershell.exe was not found" in finding.found
 
@@ -488,7 +486,7 @@ def test_an_amd_gpu_line_names_its_target_and_where_it_came_from(gpu, target, st
     monkeypatch.setattr(dxgi.amd_windows, "read_hip", lambda: [])  # no HIP runtime
     monkeypatch.setattr(dxgi, "_scan", lambda timeout: GpuScan([gpu], "DXGI"))
     scan = dxgi.scan()
-    findings = gpu_rules.check_gpus(project(), WINDOWS, scan)
+    findings = envcheck.gpu_findings(project(), WINDOWS, scan)
 
     (listed,) = [f for f in findings if f.code == "GPU-FOUND"]
     assert f"{target} from the PCI id table" in listed.found

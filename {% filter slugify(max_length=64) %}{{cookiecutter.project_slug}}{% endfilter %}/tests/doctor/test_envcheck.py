@@ -37,9 +37,6 @@ from gpu_doctor.project import (
     load_project,
 )
 from gpu_doctor.rules import (
-    cards as gpu_rules,
-)
-from gpu_doctor.rules import (
     python,
     system,
 )
@@ -246,7 +243,7 @@ def test_macos_on_apple_silicon_uses_mps_and_intel_macs_have_no_wheels():
 
 def windows_gpus(*gpus, accelerator="directml", problems=(), today=TODAY):
     scan = GpuScan(list(gpus), "DXGI", list(problems))
-    return gpu_rules.check_gpus(project(accelerator), WINDOWS_11, scan, today)
+    return envcheck.gpu_findings(project(accelerator), WINDOWS_11, scan, today)
 
 
 def test_integrated_plus_discrete_lists_both_and_does_not_warn():
@@ -333,7 +330,7 @@ def test_nothing_listed_says_what_went_wrong():
 
 def linux_gpus(*gpus, accelerator="directml", problems=()):
     scan = GpuScan(list(gpus), "/sys/class/drm", list(problems))
-    return gpu_rules.check_gpus(project(accelerator), LINUX, scan, TODAY)
+    return envcheck.gpu_findings(project(accelerator), LINUX, scan, TODAY)
 
 
 def test_linux_nvidia_on_nouveau_warns_that_cuda_needs_nvidias_driver():

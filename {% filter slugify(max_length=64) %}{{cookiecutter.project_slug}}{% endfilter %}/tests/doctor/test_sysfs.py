@@ -8,6 +8,7 @@ import pytest
 
 from gpu_doctor import (
     amd_linux,
+    envcheck,
     recommend,
     sysfs,
 )
@@ -23,9 +24,6 @@ from gpu_doctor.os_info import (
 )
 from gpu_doctor.project import (
     Project,
-)
-from gpu_doctor.rules import (
-    cards as gpu_rules,
 )
 
 NVIDIA_SMI_OUTPUT = "NVIDIA GeForce RTX 3080, 550.120, 10240\n"
@@ -140,7 +138,7 @@ def test_a_failing_nvidia_smi_is_a_warning_and_the_card_stays_listed(drm, tools,
     scan = sysfs.scan(drm)
     assert [g.name for g in scan.gpus] == ["NVIDIA GPU 0x2206"]
     assert len(scan.problems) == 1 and seen in scan.problems[0]
-    findings = gpu_rules.check_gpus(project(), LINUX, scan)
+    findings = envcheck.gpu_findings(project(), LINUX, scan)
     assert any(f.status == WARN and seen in f.found for f in findings)
 
 
@@ -167,7 +165,7 @@ def test_wsl2_has_no_cards_and_asks_nvidia_smi(tmp_path, tools):
 def test_an_amd_laptop_is_pointed_at_rocm_and_its_older_intel_igpu_at_nothing(drm, tools):
     card(drm, "card0", 0x8086, 0x46A6, "i915")  # Alder Lake UHD: not an XPU GPU
     card(drm, "card1", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
-    findings = gpu_rules.check_gpus(project(), LINUX, sysfs.scan(drm))
+    findings = envcheck.gpu_findings(project(), LINUX, sysfs.scan(drm))
     fixes = " ".join(f.fix for f in findings if f.status == WARN)
     assert "environments/rocm.txt" in fixes and "xpu" not in fixes
     assert "pip install" not in fixes  # the rocm environment, not ROCm into the directml one
@@ -177,14 +175,14 @@ def test_an_amd_laptop_is_pointed_at_rocm_and_its_older_intel_igpu_at_nothing(dr
 
 def test_an_old_radeon_driver_card_gets_no_rocm_advice(drm, tools):
     card(drm, "card0", 0x1002, 0x6798, "radeon")
-    findings = gpu_rules.check_gpus(project(), LINUX, sysfs.scan(drm))
+    findings = envcheck.gpu_findings(project(), LINUX, sysfs.scan(drm))
     legacy = next(f for f in findings if f.code == "GPU-AMD-LEGACY-DRIVER")
     assert "'radeon'" in legacy.found
     assert not [f for f in findings if "rocm" in f.fix.lower()]
 
 
 def test_a_cpu_project_on_a_machine_with_no_gpu_is_fine(drm, tools):
-    (finding,) = gpu_rules.check_gpus(project("cpu"), LINUX, sysfs.scan(drm))
+    (finding,) = envcheck.gpu_findings(project("cpu"), LINUX, sysfs.scan(drm))
     assert finding.status == OK and "CPU" in finding.found
 
 
@@ -318,7 +316,7 @@ def test_each_amd_family_is_read_from_the_kfd_topology_and_judged_for_rocm(drm, 
     (gpu,) = scan.gpus
     assert (gpu.gfx_target, gpu.render_node) == (target, "/dev/dri/renderD128")
     assert target in gpu.describe() and scan.denied == []
-    findings = gpu_rules.check_gpus(project("rocm"), LINUX, scan)
+    findings = envcheck.gpu_findings(project("rocm"), LINUX, scan)
     judged = [f for f in findings if f.code.startswith("GPU-AMD-ROCM-")]
     assert [f.code for f in judged] == [f"GPU-AMD-ROCM-{support.upper()}"]
     if support == "override":
@@ -346,20 +344,20 @@ def test_a_user_outside_the_render_group_is_told_which_group_to_join(drm, tools,
     monkeypatch.setattr(amd_linux, "_group_of", lambda path: "render")
 
     scan = sysfs.scan(drm)
-    findings = gpu_rules.check_gpus(project("rocm"), LINUX, scan)
+    findings = envcheck.gpu_findings(project("rocm"), LINUX, scan)
 
     (denied,) = [f for f in findings if f.code == "GPU-AMD-NO-ACCESS"]
     assert denied.status == WARN and "/dev/kfd (group render)" in denied.found
     assert "renderD128" not in denied.found  # that one opens
     assert "`sudo usermod -aG render,video $USER`" in denied.fix and "log out" in denied.fix
     assert not [
-        f for f in gpu_rules.check_gpus(project("cpu"), LINUX, scan) if f.code == denied.code
+        f for f in envcheck.gpu_findings(project("cpu"), LINUX, scan) if f.code == denied.code
     ]
 
 
 def test_a_machine_without_dev_kfd_is_told_that_rocm_finds_no_gpu(drm, tools):
     amd_machine(drm, 0x744C, 110000, dev=("dri/renderD128",))  # a container without --device
-    findings = gpu_rules.check_gpus(project("rocm"), LINUX, sysfs.scan(drm))
+    findings = envcheck.gpu_findings(project("rocm"), LINUX, sysfs.scan(drm))
     (missing,) = [f for f in findings if f.code == "GPU-AMD-NO-ACCESS"]
     assert "/dev/kfd does not exist" in missing.found and "--device=/dev/kfd" in missing.fix
 
@@ -368,7 +366,7 @@ def test_an_amd_card_without_a_kfd_node_has_no_target_and_no_judgement(drm, tool
     card(drm, "card0", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
     scan = sysfs.scan(drm)
     assert scan.gpus[0].gfx_target == ""
-    codes = [f.code for f in gpu_rules.check_gpus(project("rocm"), LINUX, scan)]
+    codes = [f.code for f in envcheck.gpu_findings(project("rocm"), LINUX, scan)]
     assert not [code for code in codes if code.startswith("GPU-AMD-ROCM-")]
     assert recommend.recommend(LINUX, scan.hardware).stack == "rocm"
 

@@ -7,7 +7,6 @@ import datetime
 from typing import Iterable
 
 from .. import recommend
-from ..driver_fit import fit_to_driver
 from ..findings import OK, WARN, Finding
 from ..gpus import NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
@@ -28,19 +27,16 @@ def check_gpus(
     project: Project,
     info: OsInfo,
     scan: GpuScan,
+    best: recommend.Recommendation,
     today: datetime.date | None = None,
-    best: recommend.Recommendation | None = None,
 ) -> list[Finding]:
-    """``best``: the machine's recommendation when already computed (see facts.Facts)."""
+    """``best``: the machine's recommendation, computed once (facts.Facts)."""
     today = today or datetime.date.today()
     if not (info.is_windows or info.is_linux):
         return []
     hardware = scan.hardware
     findings = _list_findings(hardware)
     findings += _problem_findings(scan, bool(hardware))
-    best = best or fit_to_driver(
-        recommend.recommend(info, hardware, project.python_version), project, info
-    )
     findings += cuda.capability_findings(project, hardware, recommend.system_of(info), best.stack)
     if info.is_windows:
         findings += cards_windows.check(project, scan, best.stack)

@@ -4,9 +4,9 @@ shared GPUs, no GPU at all."""
 
 from __future__ import annotations
 
-from .. import amd_linux, nvidia, recommend
+from .. import amd_linux, nvidia
 from ..findings import INSTALLS_BACKEND, NO_ACTION, OK, WARN, Finding
-from ..gpus import AMD, INTEL, NVIDIA, Gpu, GpuScan
+from ..gpus import AMD, INTEL, NVIDIA, Gpu, GpuScan, is_intel_arc
 from ..os_info import OsInfo
 from ..project import Project
 from . import cuda, rocm
@@ -84,7 +84,7 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
                     )
                 )
         elif gpu.vendor_id == INTEL and accelerator != "xpu":
-            fix = _backend_fix(project, "xpu", best) if recommend.is_intel_arc(gpu) else ""
+            fix = _backend_fix(project, "xpu", best) if is_intel_arc(gpu) else ""
             findings.append(
                 Finding(
                     "GPU",
@@ -94,7 +94,7 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
                     + (", so training runs on the CPU." if gpu_stack else ".")
                     + (
                         ""
-                        if recommend.is_intel_arc(gpu)
+                        if is_intel_arc(gpu)
                         else " The XPU build supports Arc and Core Ultra graphics, not this one."
                     ),
                     fix,

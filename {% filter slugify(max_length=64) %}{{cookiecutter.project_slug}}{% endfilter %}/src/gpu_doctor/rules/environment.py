@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import recommend
-from ..driver_fit import fit_to_driver
 from ..findings import CHOOSES_ENVIRONMENT, OK, REPAIRS_ENVIRONMENT, WARN, Finding
 from ..gpus import GpuScan
 from ..os_info import OsInfo
@@ -49,14 +48,14 @@ def check_environment_choice(
     project: Project,
     info: OsInfo,
     scan: GpuScan,
+    best: recommend.Recommendation,
     active: str | None = None,
     context: str = "project",
-    best: recommend.Recommendation | None = None,
 ) -> list[Finding]:
     """Which environment file fits this machine best, and a WARN (never a FAIL) when the
     active one is another. ``active`` is the stack of the installed torch (None: unknown,
-    then the project's default stack stands for it); ``best``: the recommendation when
-    already computed (see facts.Facts)."""
+    then the project's default stack stands for it); ``best``: the recommendation, computed
+    once (facts.Facts)."""
     if not scan.hardware and scan.problems:
         return [
             Finding(
@@ -68,9 +67,6 @@ def check_environment_choice(
                 brief="No recommendation: the GPUs could not be listed.",
             )
         ]
-    best = best or fit_to_driver(
-        recommend.recommend(info, scan.hardware, project.python_version), project, info
-    )
     current = active or project.accelerator
     python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
     commands = best.commands(project.project_slug or "<project>", python, info.is_windows)
