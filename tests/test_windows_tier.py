@@ -268,7 +268,7 @@ def test_without_dxgi_the_gpu_line_says_it_could_not_list_never_no_gpu(
     assert_clean(result)
     gpu_line = re.search(r"^\s+(\S+)\s+GPU\s+(.*(?:\n {16}.*)*)", result.stdout, re.MULTILINE)
     status, text = gpu_line.group(1), " ".join(gpu_line.group(2).split())
-    assert status == "WARN"
+    assert status == "[!]"
     assert text.startswith("The GPUs could not be listed: DXGI: OSError: ")
     assert dxgi_error in text
     assert "PowerShell: unreadable output from Get-CimInstance: 'empty'" in text
