@@ -36,6 +36,21 @@ def _backend_fix(project: Project, stack: str, best: str) -> str:
     return ""
 
 
+def _no_backend(found: str, brief: str, fix: str, code: str, gpu_stack: bool) -> Finding:
+    """A GPU whose stack this environment's torch is not: a warning where there is a fix, which
+    installs that stack by following the Environment fix (it creates that environment)."""
+    return Finding(
+        "GPU",
+        WARN if gpu_stack and fix else OK,
+        found,
+        fix,
+        code=code,
+        brief=brief + (": the CPU trains." if gpu_stack else "."),
+        role=INSTALLS_BACKEND if fix else "",
+        follows=OTHER_BEST if fix else "",
+    )
+
+
 def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Finding]:
     """After the list of GPUs: per GPU, the stack that trains on it and whether this
     environment's torch is that stack; then no GPU at all. ``best``: the recommended stack."""
@@ -68,43 +83,27 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
             findings += rocm.target_findings(project, gpu, support)
             if accelerator != "rocm" and support.status != amd_linux.UNSUPPORTED:
                 fix = _backend_fix(project, "rocm", best)
-                findings.append(
-                    Finding(
-                        "GPU",
-                        WARN if gpu_stack and fix else OK,
-                        f"{gpu.name}: AMD GPUs on Linux train through ROCm, which this "
-                        "environment's torch does not include"
-                        + (", so training runs on the CPU." if gpu_stack else "."),
-                        fix,
-                        code="GPU-AMD-NO-ROCM-BUILD",
-                        brief="AMD GPU, but this torch has no ROCm"
-                        + (": the CPU trains." if gpu_stack else "."),
-                        role=INSTALLS_BACKEND if fix else "",
-                        follows=OTHER_BEST if fix else "",
-                    )
+                found = (
+                    f"{gpu.name}: AMD GPUs on Linux train through ROCm, which this "
+                    "environment's torch does not include"
+                    + (", so training runs on the CPU." if gpu_stack else ".")
                 )
+                brief = "AMD GPU, but this torch has no ROCm"
+                findings.append(_no_backend(found, brief, fix, "GPU-AMD-NO-ROCM-BUILD", gpu_stack))
         elif gpu.vendor_id == INTEL and accelerator != "xpu":
             fix = _backend_fix(project, "xpu", best) if is_intel_arc(gpu) else ""
-            findings.append(
-                Finding(
-                    "GPU",
-                    WARN if gpu_stack and fix else OK,
-                    f"{gpu.name}: Intel GPUs on Linux train through PyTorch's XPU build, which "
-                    "this environment's torch is not"
-                    + (", so training runs on the CPU." if gpu_stack else ".")
-                    + (
-                        ""
-                        if is_intel_arc(gpu)
-                        else " The XPU build supports Arc and Core Ultra graphics, not this one."
-                    ),
-                    fix,
-                    code="GPU-INTEL-NO-XPU-BUILD",
-                    brief="Intel GPU, but this torch is no XPU build"
-                    + (": the CPU trains." if gpu_stack else "."),
-                    role=INSTALLS_BACKEND if fix else "",
-                    follows=OTHER_BEST if fix else "",
+            found = (
+                f"{gpu.name}: Intel GPUs on Linux train through PyTorch's XPU build, which "
+                "this environment's torch is not"
+                + (", so training runs on the CPU." if gpu_stack else ".")
+                + (
+                    ""
+                    if is_intel_arc(gpu)
+                    else " The XPU build supports Arc and Core Ultra graphics, not this one."
                 )
             )
+            brief = "Intel GPU, but this torch is no XPU build"
+            findings.append(_no_backend(found, brief, fix, "GPU-INTEL-NO-XPU-BUILD", gpu_stack))
     if amdgpu and (accelerator == "rocm" or best == "rocm"):
         findings += rocm.access_findings(project, scan)
     if not hardware and not scan.problems:
