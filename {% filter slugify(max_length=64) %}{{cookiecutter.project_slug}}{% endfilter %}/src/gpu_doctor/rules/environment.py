@@ -82,7 +82,7 @@ def check_environment_choice(
                 f"Best for this machine: {best.stack} ({best.conda_file} or {best.pip_file}), "
                 f"which is {where}. {seen}.",
                 code="ENV-BEST",
-                brief=f"Best for this machine: {best.stack}, {where.split(' environment')[0]}.",
+                brief=f"Best here: {best.stack}, {where}.",
             )
         ]
     if context == "hook" or not active:
@@ -110,7 +110,7 @@ def check_environment_choice(
             fix,
             code=OTHER_BEST,
             role=CHOOSES_ENVIRONMENT,
-            brief=f"Best for this machine: {best.stack}, not {current}.",
+            brief=f"Best here: {best.stack}, not {current}.",
         )
     ]
 
