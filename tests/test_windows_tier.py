@@ -158,8 +158,7 @@ def test_cookiecutter_bakes_on_windows_and_the_hook_reports_this_machine(
         winpy,
         project,
         "-c",
-        "from gpu_doctor import dxgi as g; "
-        "print('\\n'.join(a.name for a in g.dxgi_adapters()))",
+        "from gpu_doctor import dxgi as g; print('\\n'.join(a.name for a in g.dxgi_adapters()))",
         timeout=BAKE_TIMEOUT,
     )
     names = adapters.stdout.split("\n")
