@@ -343,7 +343,7 @@ def recorded_outputs() -> list:
     """What the programs printed: the sample reports, and the outputs docs/directml.md quotes."""
     texts = [
         decode(path.read_bytes())
-        for path in (ROOT / "tests" / "doctor" / "data" / "reports").glob("*.json")
+        for path in (ROOT / "tests" / "instructor" / "reports").glob("*.json")
     ]
     return texts + ["\n".join(code_spans(read("docs/directml.md")))]
 

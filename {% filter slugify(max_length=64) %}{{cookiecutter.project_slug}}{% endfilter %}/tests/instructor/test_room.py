@@ -1,6 +1,6 @@
 """The report summary for instructors: verify_install --json reports in, tables out.
 
-``tests/data/reports/`` holds reports as participants send them: some written by
+``tests/instructor/reports/`` holds reports as participants send them: some written by
 verify_install on real machines (Linux without DirectX, a Python without torch, a newer torch
 than the pins), some typical of Windows machines (a Radeon with an integrated GPU beside it,
 an Iris Xe laptop, WSL2 with a GeForce, a torch whose DLLs do not load), and one that is the
