@@ -193,17 +193,22 @@ def _first_sentence(text: str) -> str:
     return text
 
 
-def headline_text(area: Area, report: Report) -> str:
-    """What the area's line says: its headline's ``brief``, else the first sentence of what it
-    found; a working device names the chosen one and the step's time."""
+def headline_text(area: Area, report: Report, room: int = AREA_LINE_WIDTH) -> str:
+    """What the area's line says in ``room`` columns: its headline's ``brief``, else the first
+    sentence of what it found; a working device names the chosen one (with its name where
+    that fits) and the step's time."""
     headline = area.headline()
     text = headline.brief or _first_sentence(headline.found)
     if area.name == "Device" and area.status == OK and report.chosen:
         timing = next((f for f in area.findings if f.check == "Timing"), None)
-        text = report.chosen["label"]
+        said = ""
         if timing is not None:
             said = timing.brief or _first_sentence(timing.found)
-            text += f": {said[:1].lower()}{said[1:]}"
+            said = f": {said[:1].lower()}{said[1:]}"
+        label, name = report.chosen["label"], report.chosen["name"]
+        text = f"{label} ({name}){said}"
+        if display_width(text) > room:
+            text = f"{label}{said}"
     return text
 
 
@@ -214,8 +219,9 @@ def area_line(area: Area, report: Report, marks: dict[str, str]) -> str:
     others = area.other_issues()
     more = f" (+{others} issue{'s' if others != 1 else ''})" if others else ""
     head = f"{marks[area.status]} {area.name}: "
+    room = AREA_LINE_WIDTH - display_width(head) - len(more)
     return textwrap.fill(
-        headline_text(area, report) + more,
+        headline_text(area, report, room) + more,
         max(AREA_LINE_WIDTH, display_width(head) + 20),
         initial_indent=head,
         subsequent_indent=" " * len(head),

@@ -163,7 +163,7 @@ def timing(measured: dict[str, Any], device: Any) -> Finding:
             OK,
             f"One step of {batch} images: {device_ms:.1f} ms on the CPU.",
             code="TIMING-STEP",
-            brief=f"One step of {batch} images in {device_ms:.1f} ms.",
+            brief=f"{device_ms:.0f} ms a step of {batch} images.",
         )
     if measured.get("emulated"):
         return Finding(
@@ -186,5 +186,5 @@ def timing(measured: dict[str, Any], device: Any) -> Finding:
         else "The CPU is faster for this small model here: "
         "`--device cpu` trains faster; larger batches favour the GPU.",
         code="TIMING-STEP" if ratio >= 1 else "TIMING-CPU-FASTER",
-        brief=f"One step in {device_ms:.1f} ms, {measured['cpu_ms']:.1f} ms on the CPU.",
+        brief=f"{device_ms:.0f} ms a step, {measured['cpu_ms']:.0f} ms on the CPU.",
     )
