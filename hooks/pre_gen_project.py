@@ -25,8 +25,11 @@ from pathlib import Path
 
 # Names the generated project or Python tooling imports beyond what the pinned stacks install
 # (those are in cookiecutter.json's _reserved_modules, written by tests/stack_modules.py);
-# gpu_doctor is the project's own second package, beside the one named here.
-RESERVED_PACKAGE_NAMES = {"test", "tests", "src", "conftest", "site", "sitecustomize", "gpu_doctor"}
+# gpu_doctor is the project's own second package, beside the one named here, and instructor the
+# folder of the instructor's tools, run from the project folder (python -m instructor.room).
+RESERVED_PACKAGE_NAMES = {
+    "test", "tests", "src", "conftest", "site", "sitecustomize", "gpu_doctor", "instructor"
+}  # fmt: skip
 NO_SLUG = "unnamed-project"  # cookiecutter.json's project_slug when the name gives no slug
 MAX_PACKAGE_LENGTH = 40  # keeps every generated import line within the 100-column limit
 MAX_SLUG_LENGTH = 40  # the same limit for the folder, distribution and environment name

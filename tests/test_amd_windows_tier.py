@@ -35,7 +35,7 @@ MINGW_GCC, MINGW_PACKAGE = wine_directml.MINGW_GCC, wine_directml.MINGW_PACKAGE
 RUN_TIMEOUT = 180
 SCRIPT = r"""
 import json
-from gpu_doctor import amd_windows, gpu_windows, recommend
+from gpu_doctor import amd_windows, dxgi, recommend
 from gpu_doctor.gpus import Gpu, GpuScan
 from gpu_doctor.os_info import OsInfo
 
@@ -44,9 +44,9 @@ listed = [  # as DXGI lists this laptop's adapters (Wine's DXGI shows its own)
     Gpu("AMD Radeon(TM) Graphics", 0x1002, 0x164E, GB // 2, "32.0.21013.1000", source="DXGI"),
     Gpu("AMD Radeon RX 7900 XTX", 0x1002, 0x744C, 24 * GB, "32.0.21013.1000", source="DXGI"),
 ]
-gpu_windows._scan = lambda timeout: GpuScan(listed, "DXGI")
+dxgi._scan = lambda timeout: GpuScan(listed, "DXGI")
 hip = amd_windows.read_hip()
-scan = gpu_windows.scan()
+scan = dxgi.scan()
 best = recommend.recommend(OsInfo("Windows", "10", "10.0.26100", "AMD64", 26100), scan.hardware,
                            "3.12")
 print(json.dumps({

@@ -237,7 +237,7 @@ def test_verify_install_says_it_works_on_the_real_device_and_that_it_is_emulated
 
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.returncode == report["verdict"]["exit_code"] == 0, report["verdict"]
-    assert report["verdict"]["message"] == f"WORKS: training runs on directml:0 ({ADAPTER})."
+    assert report["verdict"]["message"] == f"Ready to train on directml:0 ({ADAPTER})."
     assert report["failed_step"] is None
     assert report["smoke_test"] and report["fallback_operators"] == []
     assert findings["CPU fallback"]["code"] == "CPU-FALLBACK-NONE"

@@ -68,6 +68,10 @@ INVALID = {
         {"package_name": "gpu_doctor"},
         "The package name 'gpu_doctor' would shadow the module of the same name",
     ),
+    "package shadowing the instructor's tools": (
+        {"package_name": "instructor"},
+        "The package name 'instructor' would shadow the module of the same name",
+    ),
     "package shadowing the test package": (
         {"package_name": "test"},
         "The package name 'test' would shadow the module of the same name",

@@ -158,8 +158,7 @@ def test_cookiecutter_bakes_on_windows_and_the_hook_reports_this_machine(
         winpy,
         project,
         "-c",
-        "from gpu_doctor import gpu_windows as g; "
-        "print('\\n'.join(a.name for a in g.dxgi_adapters()))",
+        "from gpu_doctor import dxgi as g; print('\\n'.join(a.name for a in g.dxgi_adapters()))",
         timeout=BAKE_TIMEOUT,
     )
     names = adapters.stdout.split("\n")
@@ -241,7 +240,7 @@ def test_powershell_that_prints_nothing_is_no_information_and_returns_at_once(wi
         winpy,
         project,
         "-c",
-        "import time; from gpu_doctor import gpu_windows as g; "
+        "import time; from gpu_doctor import dxgi as g; "
         "t = time.monotonic(); gpus, problem = g.powershell_adapters(); "
         "print(len(gpus), round(time.monotonic() - t, 1), g.POWERSHELL_TIMEOUT); print(problem)",
         timeout=BAKE_TIMEOUT,
@@ -268,7 +267,7 @@ def test_without_dxgi_the_gpu_line_says_it_could_not_list_never_no_gpu(
     assert_clean(result)
     gpu_line = re.search(r"^\s+(\S+)\s+GPU\s+(.*(?:\n {16}.*)*)", result.stdout, re.MULTILINE)
     status, text = gpu_line.group(1), " ".join(gpu_line.group(2).split())
-    assert status == "WARN"
+    assert status == "[!]"
     assert text.startswith("The GPUs could not be listed: DXGI: OSError: ")
     assert dxgi_error in text
     assert "PowerShell: unreadable output from Get-CimInstance: 'empty'" in text

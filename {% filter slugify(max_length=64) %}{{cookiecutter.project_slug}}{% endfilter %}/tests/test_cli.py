@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from gpu_doctor import summary
+from instructor.room import summary as room_summary
 
 from {{ cookiecutter.package_name }} import (
     benchmark,
@@ -429,7 +429,7 @@ COMMANDS = {  # command: its main, and the shared options it offers
     "benchmark": (benchmark.main, {"--device"}),
     "verify_install": (verify_install.main, {"--device"}),
     "data": (data.main, {"--data-dir"}),
-    "gpu_doctor.summary": (summary.main, set()),  # the doctor's command, not the project's
+    "instructor.room": (room_summary.main, set()),  # the instructor's command, not the project's
 }
 
 
@@ -455,7 +455,7 @@ def test_every_command_words_the_shared_options_alike(name, monkeypatch, capsys)
     command, in other words, fails here."""
     main, offered = COMMANDS[name]
     parser, text = parser_and_help(main, monkeypatch, capsys)
-    module = name if name.startswith("gpu_doctor.") else f"{train.__package__}.{name}"
+    module = name if name.startswith("instructor.") else f"{train.__package__}.{name}"
     assert text.startswith(f"usage: python -m {module} ")
     options = {o: a for a in parser._actions for o in a.option_strings}
     assert offered <= set(options), f"{name} lacks {offered - set(options)}"

@@ -16,10 +16,13 @@ import pytest
 from gpu_doctor import (
     checkup,
     commands,
-    summary,
 )
 from gpu_doctor.verdict import (
     Report,
+)
+
+from instructor.room import (
+    summary,
 )
 
 from {{ cookiecutter.package_name }} import (
@@ -32,7 +35,7 @@ from {{ cookiecutter.package_name }}.machinery import (
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-SAMPLES = Path(__file__).resolve().parent / "doctor" / "data" / "reports"
+SAMPLES = Path(__file__).resolve().parent / "instructor" / "reports"
 HAS_DEV_FULL = os.path.exists("/dev/full")
 
 # A training run in a child process on a small synthetic set: a few seconds per epoch.
@@ -137,7 +140,7 @@ def test_training_with_stdout_closed_from_the_start(
 def quick_report(monkeypatch):
     """verify_install's checks replaced by a finished report: only the output is tested."""
     report = Report(project={"name": "LeNet test", "accelerator": "cpu"})
-    report.exit_code, report.verdict = checkup.EXIT_OK, "WORKS: this machine trains."
+    report.exit_code, report.verdict = checkup.EXIT_OK, "Ready to train on the CPU, as chosen."
     monkeypatch.setattr(checkup, "run", lambda device: report)
     return report
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 import gpu_doctor
-from gpu_doctor.summary import (
+
+from instructor.room.summary import (
     decode,
 )
 
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = package.__name__
 SOURCES = Path(package.__file__).resolve().parent
 DOCTOR = Path(gpu_doctor.__file__).resolve().parent  # the doctor's package, beside the project's
+INSTRUCTOR = ROOT / "instructor"  # the instructor's tools, beside src/
 READMES = ["README.md", "README.zh-CN.md"]
 PAGES = [
     "docs/commands.md",
@@ -123,8 +125,9 @@ def test_every_python_m_command_names_a_module_of_this_project(document):
         if module in OTHER_MODULES:
             continue
         top, _, rest = module.partition(".")
-        assert top in (PACKAGE, DOCTOR.name) and rest, f"{document}: python -m {module}"
-        path = (SOURCES if top == PACKAGE else DOCTOR) / (rest.replace(".", "/") + ".py")
+        folders = {PACKAGE: SOURCES, DOCTOR.name: DOCTOR, INSTRUCTOR.name: INSTRUCTOR}
+        assert top in folders and rest, f"{document}: python -m {module}"
+        path = folders[top] / (rest.replace(".", "/") + ".py")
         if not path.is_file():  # a package run with python -m: its __main__.py
             path = path.with_suffix("") / "__main__.py"
         assert path.is_file(), f"{document}: python -m {module}: no {path.relative_to(ROOT)}"
@@ -340,7 +343,7 @@ def recorded_outputs() -> list:
     """What the programs printed: the sample reports, and the outputs docs/directml.md quotes."""
     texts = [
         decode(path.read_bytes())
-        for path in (ROOT / "tests" / "doctor" / "data" / "reports").glob("*.json")
+        for path in (ROOT / "tests" / "instructor" / "reports").glob("*.json")
     ]
     return texts + ["\n".join(code_spans(read("docs/directml.md")))]
 
@@ -391,17 +394,18 @@ def test_the_template_version_is_shown(document):
 
 def test_the_workshop_checklist_makes_the_stick_and_installs_from_it():
     """docs/workshop.md's day-before steps: the commands it names exist with these options
-    (what the stick holds is tested in tests/doctor/test_bundle.py)."""
+    (what the stick holds is tested in tests/instructor/test_stick.py)."""
     workshop = read("docs/workshop.md")
     from gpu_doctor import checkup
 
-    assert "python -m gpu_doctor.bundle make E:\\" in workshop
+    assert "python -m instructor.stick make E:\\" in workshop
     assert "install.py" in workshop and "--bundle E:\\" in workshop
-    assert (ROOT / "src" / "gpu_doctor" / "bundle" / "install.py").is_file()
+    assert (ROOT / "instructor" / "stick" / "install.py").is_file()
     assert checkup.parse_args(["--bundle", "E:\\"]).bundle
-    usage = subprocess.run(
-        [sys.executable, "-m", "gpu_doctor.bundle", "make", "--help"],
-        cwd=ROOT / "src",
+    usage = subprocess.run(  # in the project folder, as the checklist says
+        [sys.executable, "-m", "instructor.stick", "make", "--help"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         capture_output=True,
         text=True,
         timeout=60,

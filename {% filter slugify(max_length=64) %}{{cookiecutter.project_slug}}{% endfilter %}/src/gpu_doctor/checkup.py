@@ -45,7 +45,6 @@ from typing import IO, Any, Callable, Sequence
 
 from . import amd_windows, emulation, envcheck, onnx_runtime_check, probes
 from .bounded import describe_error
-from .bundle.install import stick_verdict
 from .commands import (
     OutputFailed,
     add_device_option,
@@ -62,6 +61,7 @@ from .render import render_markdown, render_summary, render_text
 from .rules import device_checks as device_rules
 from .rules import environment, packages, rocm_windows
 from .rules import training_step as step_rules
+from .stick_check import ask_stick
 from .verdict import (
     EXIT_BROKEN,
     EXIT_CODES_HELP,
@@ -92,7 +92,7 @@ def run(request: str = "auto") -> Report:
         report = Report(project={})
         report.findings.append(packages.project_unreadable(error))
         report.exit_code = EXIT_BROKEN
-        report.verdict = "BROKEN: the project's own settings are missing."
+        report.verdict = "Not ready to train: the project's own settings are missing."
         return report
     default = project.accelerator
     # The checks follow the stack of the environment file in use (a workshop project carries
@@ -139,7 +139,7 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         if not (not_installed and isinstance(error, ModuleNotFoundError)):  # else said already
             report.findings.append(packages.torch_import_finding(error, project))
         report.exit_code = EXIT_BROKEN
-        report.verdict = "BROKEN: torch does not import, so nothing can train."
+        report.verdict = "Not ready to train: torch does not import."
         return
     installed = report.packages.get("torch", {}).get("installed")
     report.findings.extend(rocm_windows.hip_finding(project, torch, installed))
@@ -165,7 +165,7 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
     except Exception as error:
         report.findings.append(device_rules.discovery_failed(error))
         report.exit_code = EXIT_BROKEN
-        report.verdict = "BROKEN: the devices could not be listed."
+        report.verdict = "Not ready to train: the devices could not be listed."
         return
     explicit = request not in ("", "auto")
     try:
@@ -200,23 +200,22 @@ def _run_torch(report: Report, project: Project, request: str) -> None:
         failed = report.failed_step
         what = f"fails in {failed['what']}" if failed else "computes LeNet wrong or fails to train"
         report.verdict = (
-            f"BROKEN: {chosen.label} {what}; train with `--device cpu` until the fixes below "
-            "are done."
+            f"Not ready to train on {chosen.label}: it {what}; train with `--device cpu` until "
+            "the fixes below are done."
             if chosen.kind != "cpu"
-            else "BROKEN: LeNet does not run on the CPU."
+            else "Not ready to train: LeNet does not run on the CPU."
         )
         return
     if chosen.kind != "cpu":
         report.exit_code = EXIT_OK
-        report.verdict = f"WORKS: training runs on {chosen.label} ({chosen.name})."
+        report.verdict = f"Ready to train on {chosen.label} ({chosen.name})."
     elif project.accelerator == "cpu" or explicit:
         report.exit_code = EXIT_OK
-        report.verdict = "WORKS: training runs on the CPU, as chosen."
+        report.verdict = "Ready to train on the CPU, as chosen."
     else:
         report.exit_code = EXIT_CPU_FALLBACK
         report.verdict = (
-            f"CPU FALLBACK: {project.accelerator} is not usable here, so training runs on the "
-            "CPU (slower)."
+            f"Ready to train on the CPU only (slower): {project.accelerator} is not usable here."
         )
 
 
@@ -370,7 +369,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         default=None,
         metavar="FOLDER",
-        help="a workshop stick (python -m gpu_doctor.bundle make): say whether it holds the "
+        help="a workshop stick (python -m instructor.stick make): say whether it holds the "
         "environment this machine needs, and what is missing",
     )
     device = add_device_option(parser, "test")
@@ -473,7 +472,7 @@ def report_text(report: Report, code: int, args: argparse.Namespace, stream: IO[
     if args.markdown:
         return render_markdown(report, code)
     if args.verbose:
-        return render_text(report, code)
+        return render_text(report, code, getattr(stream, "encoding", None))
     return render_summary(report, getattr(stream, "encoding", None))
 
 
@@ -491,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Please report this output to the project's maintainers.",
             code="INTERNAL-ERROR",
         )
-        report.verdict = "BROKEN: verify_install itself failed."
+        report.verdict = "Not ready to train: verify_install itself failed."
     code = exit_status(report, args.cpu_fallback_ok)
     if args.output is None:
         write_out(report_text(report, code, args, sys.stdout))
@@ -500,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_out(f"Report written to {args.output}: {VERDICTS.get(report.exit_code, 'unknown')}.")
     if args.bundle is not None:  # stderr where stdout is JSON or Markdown
         stack = (report.recommendation or {}).get("stack") or report.project.get("accelerator")
-        line = stick_verdict(args.bundle, stack or "cpu")
+        line = ask_stick(args.bundle, stack or "cpu")
         if args.json or args.markdown:
             print(line, file=sys.stderr)
         else:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from . import findings, onnx_runtime_check
 from .rules import (
+    cards,
+    cards_linux,
+    cards_windows,
     cuda,
     device_checks,
     drivers,
     environment,
-    gpus,
-    gpus_linux,
-    gpus_windows,
     packages,
     python,
     rocm,
@@ -33,9 +33,9 @@ SCHEMA_VERSION = 2
 SUBJECTS = (
     python,
     system,
-    gpus,
-    gpus_windows,
-    gpus_linux,
+    cards,
+    cards_windows,
+    cards_linux,
     rocm,
     rocm_windows,
     cuda,

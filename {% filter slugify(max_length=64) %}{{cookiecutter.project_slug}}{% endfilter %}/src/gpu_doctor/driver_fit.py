@@ -1,4 +1,5 @@
-"""The recommendation, checked against the NVIDIA driver its CUDA build needs.
+"""The recommendation, checked against the NVIDIA driver its CUDA build needs, and computed
+once for a check-up (``best_environment``, which ``facts.Facts`` calls).
 
 ``recommend`` picks the CUDA build that runs a GPU's compute capability; whether the driver can
 start that build is a second question, answered from each stack's ``driver_min`` in the
@@ -9,14 +10,21 @@ CUDA 12.6 build of the same torch runs on R525 and newer. Standard library only.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Iterable
 
-from . import nvidia
-from .drivers import nvidia_branch, version_fields
+from . import nvidia, recommend
+from .driver_age import nvidia_branch, version_fields
 from .gpus import NVIDIA, Gpu
 from .os_info import OsInfo
 from .project import Project
 from .recommend import Recommendation
 from .rules.drivers import DRIVER_DOWNLOADS, driver_minimum
+
+
+def best_environment(project: Project, info: OsInfo, gpus: Iterable[Gpu]) -> Recommendation:
+    """The environment that fits this machine best: the table's choice for its GPUs, then
+    fitted to their driver. The rules receive it; none computes it again."""
+    return fit_to_driver(recommend.recommend(info, gpus, project.python_version), project, info)
 
 
 def driver_shortfall(project: Project, info: OsInfo, gpu: Gpu, stack: str) -> tuple | None:

@@ -22,7 +22,7 @@ from .gpus import GpuScan
 from .os_info import OsInfo
 from .project import Project, load_project
 from .render import format_findings  # noqa: F401  (the hook prints with it)
-from .rules import environment, gpus, packages, python, system
+from .rules import cards, environment, packages, python, system
 
 
 def _python_rules(facts: Facts) -> list[Finding]:
@@ -36,15 +36,37 @@ def _os_rules(facts: Facts) -> list[Finding]:
 def _gpu_rules(facts: Facts) -> list[Finding]:
     if facts.os is None or facts.scan is None:
         return []  # the OS check already reported why
-    return gpus.check_gpus(facts.project, facts.os, facts.scan, facts.today, facts.best)
+    assert facts.best is not None  # with_scan computed it
+    return cards.check_gpus(facts.project, facts.os, facts.scan, facts.best, facts.today)
 
 
 def _environment_rules(facts: Facts) -> list[Finding]:
     if facts.os is None or facts.scan is None:
         return []
+    assert facts.best is not None
     return environment.check_environment_choice(
-        facts.project, facts.os, facts.scan, facts.active, facts.context, facts.best
+        facts.project, facts.os, facts.scan, facts.best, facts.active, facts.context
     )
+
+
+def gpu_findings(
+    project: Project, info: OsInfo, scan: GpuScan, today: datetime.date | None = None
+) -> list[Finding]:
+    """The GPU rules alone, on these facts (a machine a test describes), as run_checks runs
+    them: on the recommendation computed once from the OS and the GPUs."""
+    return _gpu_rules(Facts(project, today=today).with_os(info).with_scan(scan))
+
+
+def environment_findings(
+    project: Project,
+    info: OsInfo,
+    scan: GpuScan,
+    active: str | None = None,
+    context: str = "project",
+) -> list[Finding]:
+    """The environment choice alone, on these facts, as run_checks runs it."""
+    facts = Facts(project, context).with_os(info).with_scan(scan).with_active(active)
+    return _environment_rules(facts)
 
 
 def run_checks(

@@ -2,7 +2,7 @@
 GPUs and their drivers, the stack this environment serves, and the recommendation computed
 from them. The rules (``rules/``) only read these; tests describe any machine by building them.
 
-Gathering (``os_info.detect``, ``gpu_windows.scan``, ``gpu_linux.scan``, package metadata) never
+Gathering (``os_info.detect``, ``dxgi.scan``, ``sysfs.scan``, package metadata) never
 decides anything. Standard library only (the project generator's hook runs it).
 """
 
@@ -13,8 +13,8 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import active_environment, gpu_linux, gpu_windows, nvidia, os_info, recommend
-from .driver_fit import fit_to_driver
+from . import active_environment, dxgi, nvidia, os_info, recommend, sysfs
+from .driver_fit import best_environment
 from .gpus import GpuScan
 from .os_info import OsInfo
 from .project import Project
@@ -42,11 +42,7 @@ class Facts:
         """The GPUs, and the recommendation that rests on them."""
         assert self.os is not None
         scan = replace(scan, gpus=nvidia.with_capabilities(scan.gpus))  # names tell DXGI's
-        best = fit_to_driver(
-            recommend.recommend(self.os, scan.hardware, self.project.python_version),
-            self.project,
-            self.os,
-        )
+        best = best_environment(self.project, self.os, scan.hardware)
         return replace(self, scan=scan, best=best)
 
     def with_active(self, active: str | None) -> Facts:
@@ -68,9 +64,9 @@ class Facts:
 def scan_gpus(info: OsInfo) -> GpuScan:
     """Ask the system for its GPUs in the way that fits it; macOS needs no listing."""
     if info.is_windows:
-        return gpu_windows.scan()
+        return dxgi.scan()
     if info.is_linux:
-        return gpu_linux.scan(wsl=info.wsl == 2)
+        return sysfs.scan(wsl=info.wsl == 2)
     return GpuScan(source="")
 
 

@@ -1,6 +1,6 @@
 """What a GPU is, whatever found it: vendor, integrated or discrete, a one-line description.
 
-Standard library only. ``gpu_windows`` (DXGI, PowerShell) and ``gpu_linux`` (/sys/class/drm,
+Standard library only. ``dxgi`` (DXGI, PowerShell) and ``sysfs`` (/sys/class/drm,
 nvidia-smi, rocm-smi) both return a ``GpuScan`` of ``Gpu`` records; the rules (``rules/``) decide.
 """
 
@@ -101,6 +101,16 @@ class Gpu:
             parts.append(f"compute capability {self.compute_capability}{named}")
         return f"{self.name} ({', '.join(parts)})"
 
+    def identify(self) -> str:
+        """'Intel(R) Arc(TM) Graphics [8086:7d55] (driver 32.0.101.6129)': name, ids, driver."""
+        ids = ""
+        if self.vendor_id is not None:
+            device = "?" if self.device_id is None else f"{self.device_id:04x}"
+            ids = f" [{self.vendor_id:04x}:{device}]"
+        drivers = [part for part in (self.driver, self.driver_version) if part]
+        driver = f" (driver {' '.join(drivers)})" if drivers else ""
+        return f"{self.name}{ids}{driver}"
+
     def to_dict(self) -> dict:
         return {
             "name": self.name,
@@ -136,6 +146,31 @@ class GpuScan:
     @property
     def software(self) -> list[Gpu]:
         return [gpu for gpu in self.gpus if gpu.kind == SOFTWARE]
+
+
+# Intel GPUs that PyTorch's XPU build validates (get_start_xpu): Arc A-series (Alchemist),
+# Arc B-series (Battlemage) and the Arc graphics of Core Ultra (Meteor Lake, Arrow Lake,
+# Lunar Lake, Panther Lake). Matched by name ("Intel(R) Arc(TM) ...") or by PCI device id,
+# since some Core Ultra laptops report only "Intel(R) Graphics".
+_ARC_NAME = re.compile(r"\barc\b", re.IGNORECASE)
+_ARC_DEVICE_IDS = (
+    (0x5690, 0x56CF),  # Arc A-series (DG2, Alchemist), desktop and laptop
+    (0xE200, 0xE2FF),  # Arc B-series (Battlemage)
+    (0x7D40, 0x7DFF),  # Core Ultra series 1 and 2 (Meteor Lake, Arrow Lake)
+    (0x6420, 0x6420),  # Core Ultra 200V (Lunar Lake)
+    (0x64A0, 0x64B0),  # Core Ultra 200V (Lunar Lake)
+    (0xB080, 0xB0FF),  # Core Ultra series 3 (Panther Lake)
+)
+
+
+def is_intel_arc(gpu: Gpu) -> bool:
+    """Intel Arc or Core Ultra graphics: the GPUs PyTorch's XPU build supports."""
+    if gpu.vendor_id != INTEL:
+        return False
+    if _ARC_NAME.search(gpu.name):
+        return True
+    device = gpu.device_id
+    return device is not None and any(low <= device <= high for low, high in _ARC_DEVICE_IDS)
 
 
 def classify(gpu: Gpu) -> str:

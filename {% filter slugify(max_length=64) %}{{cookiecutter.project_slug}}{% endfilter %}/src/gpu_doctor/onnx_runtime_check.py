@@ -134,6 +134,7 @@ def findings() -> list[Finding]:
             OK,
             f"{packages[0]}: providers {listed}; one inference on {answered} gives numpy's answer.",
             code="ORT-OK",
+            brief=f"{packages[0]} works ({answered.replace('ExecutionProvider', '')}).",
         )
     ]
 

@@ -3,7 +3,7 @@
 Standard library only (the project generator's hook runs it before any environment exists).
 Every generated project carries one environment file per stack, `environments/<stack>.yml`
 (conda) and `environments/<stack>.txt` (pip), rendered from the template's support table.
-This module reads the GPUs that ``gpu_windows``/``gpu_linux`` found and the operating system,
+This module reads the GPUs that ``dxgi``/``sysfs`` found and the operating system,
 and names the stack, the file and the exact commands that create its environment.
 
 The README's "Which environment for my laptop?" table is kept in step with ``RULES`` by a
@@ -12,12 +12,11 @@ test: change both together.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from . import amd_linux, amd_windows, nvidia
-from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu
+from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu, is_intel_arc
 from .os_info import WINDOWS_11_BUILD, OsInfo
 
 WINDOWS, LINUX, WSL2, MACOS, ANY = "Windows", "Linux", "WSL2", "macOS", "any"
@@ -27,30 +26,6 @@ FALLBACK_WHY = (
     "no GPU that a PyTorch stack can train on was found: the CPU stack (current torch) runs "
     "everywhere"
 )
-
-# Intel GPUs that PyTorch's XPU build validates (get_start_xpu): Arc A-series (Alchemist),
-# Arc B-series (Battlemage) and the Arc graphics of Core Ultra (Meteor Lake, Arrow Lake,
-# Lunar Lake, Panther Lake). Matched by name ("Intel(R) Arc(TM) ...") or by PCI device id,
-# since some Core Ultra laptops report only "Intel(R) Graphics".
-_ARC_NAME = re.compile(r"\barc\b", re.IGNORECASE)
-_ARC_DEVICE_IDS = (
-    (0x5690, 0x56CF),  # Arc A-series (DG2, Alchemist), desktop and laptop
-    (0xE200, 0xE2FF),  # Arc B-series (Battlemage)
-    (0x7D40, 0x7DFF),  # Core Ultra series 1 and 2 (Meteor Lake, Arrow Lake)
-    (0x6420, 0x6420),  # Core Ultra 200V (Lunar Lake)
-    (0x64A0, 0x64B0),  # Core Ultra 200V (Lunar Lake)
-    (0xB080, 0xB0FF),  # Core Ultra series 3 (Panther Lake)
-)
-
-
-def is_intel_arc(gpu: Gpu) -> bool:
-    """Intel Arc or Core Ultra graphics: the GPUs PyTorch's XPU build supports."""
-    if gpu.vendor_id != INTEL:
-        return False
-    if _ARC_NAME.search(gpu.name):
-        return True
-    device = gpu.device_id
-    return device is not None and any(low <= device <= high for low, high in _ARC_DEVICE_IDS)
 
 
 def _any(gpu: Gpu) -> bool:
@@ -389,7 +364,7 @@ class Recommendation:
     def gpu_text(self) -> str:
         if self.gpu is None:
             return "no GPU"
-        return identify(self.gpu)
+        return self.gpu.identify()
 
     def to_dict(self, project_slug: str = "", python: str = "", windows: bool = False) -> dict:
         data = {
@@ -402,17 +377,6 @@ class Recommendation:
         if project_slug:
             data["commands"] = self.commands(project_slug, python, windows)
         return data
-
-
-def identify(gpu: Gpu) -> str:
-    """'Intel(R) Arc(TM) Graphics [8086:7d55] (driver 32.0.101.6129)': name, ids, driver."""
-    ids = ""
-    if gpu.vendor_id is not None:
-        device = "?" if gpu.device_id is None else f"{gpu.device_id:04x}"
-        ids = f" [{gpu.vendor_id:04x}:{device}]"
-    drivers = [part for part in (gpu.driver, gpu.driver_version) if part]
-    driver = f" (driver {' '.join(drivers)})" if drivers else ""
-    return f"{gpu.name}{ids}{driver}"
 
 
 def recommend(info: OsInfo, gpus: Iterable[Gpu], python: str = "") -> Recommendation:

@@ -2,6 +2,10 @@
 action and one verdict line (``render_summary``); with -v a table of every finding, the verdict
 and every fix (``render_text``); Markdown to paste into an issue. Only reads findings and
 reports. Standard library only.
+
+One vocabulary in all of them: the marks [\u2713] [!] [\u2717] (ASCII where the console cannot
+show them), the checks' own names (OS, not System), and the verdict's words ("Ready to train
+on ...", "Ready to train on the CPU only (slower)", "Not ready to train").
 """
 
 from __future__ import annotations
@@ -24,7 +28,24 @@ from .verdict import (
     private_path,
 )
 
-MARKS = {OK: "ok", WARN: "WARN", FAIL: "FAIL"}
+# Flutter's doctor marks; a console that cannot show them (a Windows code page) gets ASCII.
+AREA_MARKS = {OK: "[\u2713]", WARN: "[!]", FAIL: "[\u2717]"}
+ASCII_MARKS = {OK: "[v]", WARN: "[!]", FAIL: "[x]"}
+# The widest line of an area in the summary; a headline's ``brief`` is written to fit it.
+AREA_LINE_WIDTH = 72
+
+
+def marks_for(encoding: str | None) -> dict[str, str]:
+    """The marks a stream of this encoding can carry unchanged."""
+    try:
+        "".join(AREA_MARKS.values()).encode(encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return ASCII_MARKS
+    return AREA_MARKS
+
+
+def _stdout_marks() -> dict[str, str]:
+    return marks_for(getattr(sys.stdout, "encoding", None))
 
 
 def _width(width: int | None) -> int:
@@ -33,15 +54,17 @@ def _width(width: int | None) -> int:
     return max(60, min(width, 110))
 
 
-def format_table(findings: Sequence[Finding], width: int | None = None) -> str:
-    """One row per finding: status, check, and what was found, wrapped to the terminal."""
-    width = _width(width)
+def format_table(
+    findings: Sequence[Finding], width: int | None = None, marks: dict[str, str] | None = None
+) -> str:
+    """One row per finding: its mark, check, and what was found, wrapped to the terminal."""
+    width, marks = _width(width), marks or _stdout_marks()
     check_width = max([len(f.check) for f in findings] + [5])
-    indent = " " * (2 + 4 + 2 + check_width + 2)
+    indent = " " * (2 + 3 + 2 + check_width + 2)
     lines = []
     for finding in findings:
-        mark = MARKS.get(finding.status, "??")
-        first = f"  {mark:<4}  {finding.check:<{check_width}}  "
+        mark = marks.get(finding.status, "[?]")
+        first = f"  {mark}  {finding.check:<{check_width}}  "
         wrapped = textwrap.wrap(finding.found, width - len(indent), break_on_hyphens=False)
         wrapped = wrapped or [""]
         lines.append(first + wrapped[0])
@@ -64,7 +87,7 @@ def format_fixes(findings: Sequence[Finding], width: int | None = None) -> str:
     lines = ["Fixes:"]
     for number, (fix, group) in enumerate(groups.items(), 1):
         checks = ", ".join(dict.fromkeys(finding.check for finding in group))
-        head = f"  {number}. [{MARKS.get(group[0].status, '??')} {checks}] "
+        head = f"  {number}. [{checks}] "
         lines.append(
             textwrap.fill(
                 fix,
@@ -77,10 +100,12 @@ def format_fixes(findings: Sequence[Finding], width: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def format_findings(findings: Iterable[Finding], width: int | None = None) -> str:
+def format_findings(
+    findings: Iterable[Finding], width: int | None = None, marks: dict[str, str] | None = None
+) -> str:
     findings = list(findings)
     fixes = format_fixes(findings, width)
-    return format_table(findings, width) + ("\n\n" + fixes if fixes else "")
+    return format_table(findings, width, marks) + ("\n\n" + fixes if fixes else "")
 
 
 def display_width(text: str) -> int:
@@ -95,20 +120,23 @@ def _title(report: Report) -> str:
 
 
 def _verdict_line(report: Report) -> str:
-    """The verdict; in a printed report, a CPU fallback points at the WARN lines above it
+    """The verdict; in a printed report, a CPU fallback points at the [!] lines above it
     (--json has no lines above, so its verdict does not)."""
     verdict = report.verdict
     if report.exit_code == EXIT_CPU_FALLBACK and any(
         finding.status == WARN for finding in report.findings
     ):
-        verdict = verdict.rstrip(".") + "; the WARN lines above say why."
+        verdict = verdict.rstrip(".") + "; the [!] lines above say why."
     return verdict
 
 
-def render_text(report: Report, exit_code: int | None = None) -> str:
+def render_text(
+    report: Report, exit_code: int | None = None, encoding: str | None = "utf-8"
+) -> str:
+    """-v: every finding with its mark, the verdict, every fix. ``encoding``: the stream's."""
     title = _title(report)
     underline = "=" * min(display_width(title), 100)
-    lines = [title, underline, format_table(report.findings), ""]
+    lines = [title, underline, format_table(report.findings, marks=marks_for(encoding)), ""]
     code = report.exit_code if exit_code is None else exit_code
     lines.append(f"Verdict (exit {code}): {_verdict_line(report)}")
     lines.append(can_go_on(report))
@@ -133,6 +161,7 @@ def render_markdown(report: Report, exit_code: int | None = None) -> str:
         f"{describe_platform()}, Python {sys.version.split()[0]}, template "
         f"{project.get('template_version') or '?'}, schema {SCHEMA_VERSION}, {report.created}"
     )
+    marks = AREA_MARKS  # Markdown is UTF-8 text
     lines = [
         f"### {_cell(_title(report))}",
         "",
@@ -143,7 +172,7 @@ def render_markdown(report: Report, exit_code: int | None = None) -> str:
         "| --- | --- | --- | --- |",
     ]
     for finding in report.findings:
-        mark, code = MARKS.get(finding.status, "??"), finding.code or "-"
+        mark, code = marks.get(finding.status, "[?]"), finding.code or "-"
         lines.append(f"| {mark} | {_cell(finding.check)} | `{code}` | {_cell(finding.found)} |")
     fixes = format_fixes(report.findings, width=10_000)
     if fixes:
@@ -155,19 +184,6 @@ def render_markdown(report: Report, exit_code: int | None = None) -> str:
 
 # ------------------------------------------------------------------- the default: by area
 
-# Flutter's doctor marks; a console that cannot show them (a Windows code page) gets ASCII.
-AREA_MARKS = {OK: "[\u2713]", WARN: "[!]", FAIL: "[\u2717]"}
-ASCII_MARKS = {OK: "[v]", WARN: "[!]", FAIL: "[x]"}
-
-
-def marks_for(encoding: str | None) -> dict[str, str]:
-    """The area marks a stream of this encoding can carry unchanged."""
-    try:
-        "".join(AREA_MARKS.values()).encode(encoding or "utf-8")
-    except (UnicodeEncodeError, LookupError):
-        return ASCII_MARKS
-    return AREA_MARKS
-
 
 def _first_sentence(text: str) -> str:
     """The text up to its first full stop that ends a sentence ('3.11.7' is none)."""
@@ -177,41 +193,40 @@ def _first_sentence(text: str) -> str:
     return text
 
 
-CLAUSE_ENDS = (" (", "; ", ", but ", ", ", ": ")
-
-
-def _cut(text: str, width: int) -> str:
-    """``text`` in ``width`` columns. A longer one keeps its whole first clauses where they
-    say enough ("Best for this machine: cpu"), else it is cut after a whole word ("...")."""
-    if display_width(text) <= width:
-        return text
-    kept = text[: max(width - 3, 1)]
-    for end in CLAUSE_ENDS:  # the strongest break first
-        clause = kept.rfind(end)
-        if clause >= width // 4:
-            return kept[:clause].rstrip(",;:")
-    return (kept.rsplit(" ", 1)[0] if " " in kept else kept).rstrip(",;:") + "..."
-
-
-def area_line(area: Area, report: Report, marks: dict[str, str], width: int) -> str:
-    """``[!] GPU: No GPU for compute found: training runs on the CPU.``: the area's mark and
-    the finding that speaks for it, on one line; "(+N more)" counts the area's other issues."""
+def headline_text(area: Area, report: Report, room: int = AREA_LINE_WIDTH) -> str:
+    """What the area's line says in ``room`` columns: its headline's ``brief``, else the first
+    sentence of what it found; a working device names the chosen one (with its name where
+    that fits) and the step's time."""
     headline = area.headline()
-    text = _first_sentence(headline.found)
+    text = headline.brief or _first_sentence(headline.found)
     if area.name == "Device" and area.status == OK and report.chosen:
-        chosen, timing = (
-            report.chosen,
-            next((f for f in area.findings if f.check == "Timing"), None),
-        )
-        text = f"{chosen['label']} ({chosen['name']})" + (
-            f"; {_first_sentence(timing.found)}" if timing else "."
-        )
-    others = sum(
-        1 for f in area.findings if f is not headline and area.status != OK and f.status != OK
-    )
-    more = f" (+{others} more)" if others else ""
+        timing = next((f for f in area.findings if f.check == "Timing"), None)
+        said = ""
+        if timing is not None:
+            said = timing.brief or _first_sentence(timing.found)
+            said = f": {said[:1].lower()}{said[1:]}"
+        label, name = report.chosen["label"], report.chosen["name"]
+        text = f"{label} ({name}){said}"
+        if display_width(text) > room:
+            text = f"{label}{said}"
+    return text
+
+
+def area_line(area: Area, report: Report, marks: dict[str, str]) -> str:
+    """``[!] GPU: No GPU for compute found: training runs on the CPU.``: the area's mark and
+    the words of the finding that speaks for it, whole (a rule writes a ``brief`` where its
+    finding's first sentence is too long), and how many other issues -v shows."""
+    others = area.other_issues()
+    more = f" (+{others} issue{'s' if others != 1 else ''})" if others else ""
     head = f"{marks[area.status]} {area.name}: "
-    return head + _cut(text, width - display_width(head) - len(more)) + more
+    room = AREA_LINE_WIDTH - display_width(head) - len(more)
+    return textwrap.fill(
+        headline_text(area, report, room) + more,
+        max(AREA_LINE_WIDTH, display_width(head) + 20),
+        initial_indent=head,
+        subsequent_indent=" " * len(head),
+        break_on_hyphens=False,
+    )
 
 
 def _where(report: Report) -> str:
@@ -247,7 +262,7 @@ def render_summary(report: Report, encoding: str | None = "utf-8", width: int | 
     marks = marks_for(encoding)
     areas = by_area(report.findings)
     lines = [_title(report)]
-    lines += [area_line(area, report, marks, width) for area in areas]
+    lines += [area_line(area, report, marks) for area in areas]
     fixes = actions(report.findings)
     if fixes:
         lines += ["", "Fixes:"]

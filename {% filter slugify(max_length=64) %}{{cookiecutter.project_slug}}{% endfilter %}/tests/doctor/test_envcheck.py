@@ -37,9 +37,6 @@ from gpu_doctor.project import (
     load_project,
 )
 from gpu_doctor.rules import (
-    gpus as gpu_rules,
-)
-from gpu_doctor.rules import (
     python,
     system,
 )
@@ -247,7 +244,7 @@ def test_macos_on_apple_silicon_uses_mps_and_intel_macs_have_no_wheels():
 
 def windows_gpus(*gpus, accelerator="directml", problems=(), today=TODAY):
     scan = GpuScan(list(gpus), "DXGI", list(problems))
-    return gpu_rules.check_gpus(project(accelerator), WINDOWS_11, scan, today)
+    return envcheck.gpu_findings(project(accelerator), WINDOWS_11, scan, today)
 
 
 def test_integrated_plus_discrete_lists_both_and_does_not_warn():
@@ -334,7 +331,7 @@ def test_nothing_listed_says_what_went_wrong():
 
 def linux_gpus(*gpus, accelerator="directml", problems=()):
     scan = GpuScan(list(gpus), "/sys/class/drm", list(problems))
-    return gpu_rules.check_gpus(project(accelerator), LINUX, scan, TODAY)
+    return envcheck.gpu_findings(project(accelerator), LINUX, scan, TODAY)
 
 
 def test_linux_nvidia_on_nouveau_warns_that_cuda_needs_nvidias_driver():
@@ -430,14 +427,14 @@ def test_format_findings_shows_status_check_and_numbered_fixes_once():
         Finding("torchvision", WARN, "torchvision is not installed.", same_fix),
         Finding("OS", FAIL, "Windows 10 build 15063 " + "is too old " * 20, "Update Windows."),
     ]
-    text = render.format_findings(findings, width=80)
+    text = render.format_findings(findings, width=80, marks=render.AREA_MARKS)
     lines = text.splitlines()
-    assert lines[0].split()[:2] == ["ok", "Python"]
-    assert lines[1].split()[:2] == ["WARN", "torch"]
+    assert lines[0].split()[:2] == ["[\u2713]", "Python"]  # the summary's marks
+    assert lines[1].split()[:2] == ["[!]", "torch"]
     assert all(len(line) <= 80 for line in lines)
     fixes = text[text.index("Fixes:") :]
-    assert "1. [FAIL OS] Update Windows." in fixes  # failures first
-    assert "2. [WARN torch, torchvision] pip install" in fixes  # one fix, listed once
+    assert "1. [OS] Update Windows." in fixes  # failures first
+    assert "2. [torch, torchvision] pip install" in fixes  # one fix, listed once
     assert fixes.count(same_fix) == 1
 
 

@@ -15,11 +15,11 @@ import re
 import pytest
 
 from gpu_doctor import (
+    dxgi,
     envcheck,
-    gpu_linux,
-    gpu_windows,
     nvidia,
     recommend,
+    sysfs,
 )
 from gpu_doctor.bounded import CommandResult
 from gpu_doctor.findings import OK, WARN
@@ -49,7 +49,7 @@ FAMILIES = [
 IDS = [family[0] for family in FAMILIES]
 
 
-def dxgi(name: str) -> Gpu:
+def dxgi_adapter(name: str) -> Gpu:
     """A DXGI adapter: a name and ids, no compute capability."""
     return Gpu(name, 0x10DE, 0x1C03, 8 * GB, "32.0.15.8129", source="DXGI")  # driver 581.29
 
@@ -70,7 +70,7 @@ def stack_project(accelerator: str) -> Project:
 
 
 def fake_nvidia_smi(monkeypatch, lines: list[str], knows_compute_cap: bool = True) -> list:
-    """nvidia-smi as ``gpu_linux.run_tool`` sees it; returns the queries asked."""
+    """nvidia-smi as ``sysfs.run_tool`` sees it; returns the queries asked."""
     asked = []
 
     def run_tool(args, timeout):
@@ -82,7 +82,7 @@ def fake_nvidia_smi(monkeypatch, lines: list[str], knows_compute_cap: bool = Tru
         text = "".join(", ".join(line.split(", ")[:fields]) + "\n" for line in lines)
         return CommandResult(tuple(args), 0, stdout=text)
 
-    monkeypatch.setattr(gpu_linux, "run_tool", run_tool)
+    monkeypatch.setattr(sysfs, "run_tool", run_tool)
     return asked
 
 
@@ -95,7 +95,7 @@ def test_nvidia_smi_with_compute_cap_gives_the_capability(
 ):
     fake_nvidia_smi(monkeypatch, [f"{name}, 580.95.05, 8192, {capability}"])
 
-    (gpu,), problem = gpu_linux.nvidia_smi_gpus(5.0)
+    (gpu,), problem = sysfs.nvidia_smi_gpus(5.0)
 
     assert problem == ""
     assert (gpu.name, gpu.compute_capability, gpu.capability_source) == (
@@ -111,7 +111,7 @@ def test_a_driver_without_compute_cap_is_asked_again_and_the_model_name_tells(
 ):
     asked = fake_nvidia_smi(monkeypatch, [f"{name}, 470.256.02, 8192"], knows_compute_cap=False)
 
-    found, problem = gpu_linux.nvidia_smi_gpus(5.0)
+    found, problem = sysfs.nvidia_smi_gpus(5.0)
     (gpu,) = nvidia.with_capabilities(found)
 
     assert problem == "" and len(asked) == 2 and "compute_cap" not in asked[1]
@@ -122,11 +122,14 @@ def test_a_driver_without_compute_cap_is_asked_again_and_the_model_name_tells(
 def test_a_windows_adapter_list_gets_the_capability_from_nvidia_smi_else_the_name(
     monkeypatch, name, capability, _windows, _linux
 ):
-    adapters = [Gpu("Intel(R) UHD Graphics 630", 0x8086, 0x3E9B, 0, source="DXGI"), dxgi(name)]
-    monkeypatch.setattr(gpu_windows, "nvidia_smi_capabilities", lambda: {})
-    named = gpu_windows.with_capabilities(adapters)
-    monkeypatch.setattr(gpu_windows, "nvidia_smi_capabilities", lambda: {name: capability})
-    measured = gpu_windows.with_capabilities(adapters)
+    adapters = [
+        Gpu("Intel(R) UHD Graphics 630", 0x8086, 0x3E9B, 0, source="DXGI"),
+        dxgi_adapter(name),
+    ]
+    monkeypatch.setattr(dxgi, "nvidia_smi_capabilities", lambda: {})
+    named = dxgi.with_capabilities(adapters)
+    monkeypatch.setattr(dxgi, "nvidia_smi_capabilities", lambda: {name: capability})
+    measured = dxgi.with_capabilities(adapters)
 
     assert named[0].compute_capability == "" and measured[0].compute_capability == ""
     assert (named[1].compute_capability, named[1].capability_source) == (capability, "model name")
@@ -150,7 +153,7 @@ def test_a_name_the_table_does_not_know_has_no_capability_and_the_advice_says_ho
 
 @pytest.mark.parametrize("name,capability,windows,linux", FAMILIES, ids=IDS)
 def test_each_family_gets_a_stack_whose_build_runs_it(name, capability, windows, linux):
-    for info, gpu, stack in ((WINDOWS, dxgi(name), windows), (LINUX, smi(name), linux)):
+    for info, gpu, stack in ((WINDOWS, dxgi_adapter(name), windows), (LINUX, smi(name), linux)):
         best = recommend.recommend(info, [gpu])
 
         assert best.stack == stack, (info.system, name)
@@ -165,7 +168,7 @@ def test_each_family_gets_a_stack_whose_build_runs_it(name, capability, windows,
 def test_on_either_cuda_stack_every_fix_names_the_recommended_environment(
     active, name, capability, windows, linux
 ):
-    for info, gpu, stack in ((WINDOWS, dxgi(name), windows), (LINUX, smi(name), linux)):
+    for info, gpu, stack in ((WINDOWS, dxgi_adapter(name), windows), (LINUX, smi(name), linux)):
         details: dict = {}
         findings = envcheck.run_checks(
             "project",
@@ -201,7 +204,7 @@ def test_the_gpu_line_shows_the_capability_and_where_it_came_from():
             (3, 11, 9),
             64,
             WINDOWS,
-            GpuScan([dxgi("NVIDIA GeForce GTX 1060 6GB")], "DXGI"),
+            GpuScan([dxgi_adapter("NVIDIA GeForce GTX 1060 6GB")], "DXGI"),
             TODAY,
         )  # fmt: skip
         if f.code == "GPU-FOUND"
@@ -224,7 +227,7 @@ TOO_OLD_WARNING = (
 
 
 def test_no_kernel_image_with_torchs_warning_names_gpu_capability_builds_and_file():
-    found, fix = cuda_rules.no_kernel_image(
+    found, fix, follows = cuda_rules.no_kernel_image(
         "CUDA error: no kernel image is available for execution on the device " + TORCH_WARNING,
         {"system": "Linux", "stack": "cuda-legacy", "gpus": []},
         stack_project("cuda"),
@@ -234,17 +237,18 @@ def test_no_kernel_image_with_torchs_warning_names_gpu_capability_builds_and_fil
     assert "this torch (2.14.1+cu130) has no kernels" in found
     assert "PyTorch 2.14.1+cu126 (the cuda-legacy environment; final" in found
     assert fix.startswith("Use the cuda-legacy environment, as the Environment fix says")
+    assert follows == "ENV-OTHER-BEST"  # the summary merges it into that fix by this code
     assert "environments/cuda-legacy.txt" in fix and "environments/cuda-legacy.yml" in fix
 
 
 def test_torchs_too_old_warning_alone_sends_a_fermi_to_directml_on_windows():
-    found, fix = cuda_rules.no_kernel_image(
+    found, fix, follows = cuda_rules.no_kernel_image(
         TOO_OLD_WARNING, {"system": "Windows", "stack": "directml"}, stack_project("cuda")
     )
 
     assert "NVIDIA GeForce GTX 470 has compute capability 2.0 (Fermi)" in found
     assert "no current PyTorch build" in found
-    assert "Use the directml environment" in fix
+    assert "Use the directml environment" in fix and follows == "ENV-OTHER-BEST"
 
 
 def test_the_report_gpus_capability_comes_first_and_torchs_reading_last():

@@ -17,7 +17,6 @@ from gpu_doctor.findings import FAIL, OK, WARN
 from gpu_doctor.gpus import Gpu, GpuScan
 from gpu_doctor.os_info import OsInfo
 from gpu_doctor.project import load_project
-from gpu_doctor.rules import environment
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 GB = 2**30
@@ -133,10 +132,10 @@ def test_integrated_plus_discrete_laptops_train_on_the_discrete_gpu(info, gpus, 
 
 
 def test_the_gpu_is_identified_by_name_ids_and_driver():
-    assert recommend.identify(METEOR_LAKE) == (
+    assert METEOR_LAKE.identify() == (
         "Intel(R) Arc(TM) Graphics [8086:7d55] (driver 31.0.101.5590)"
     )
-    assert recommend.identify(LINUX_RX_7900) == "AMD Radeon RX 7900 XTX [1002:744c] (driver amdgpu)"
+    assert LINUX_RX_7900.identify() == "AMD Radeon RX 7900 XTX [1002:744c] (driver amdgpu)"
 
 
 def test_commands_create_the_recommended_file_on_each_system():
@@ -193,7 +192,7 @@ def project_with(accelerator: str, env_manager: str = "conda"):
 
 
 def choice(project, info, gpus, active=None, context="project"):
-    findings = environment.check_environment_choice(project, info, GpuScan(gpus), active, context)
+    findings = envcheck.environment_findings(project, info, GpuScan(gpus), active, context)
     assert len(findings) == 1
     return findings[0]
 
@@ -239,7 +238,7 @@ def test_in_the_hook_the_default_file_is_compared():
 
 def test_gpus_that_could_not_be_listed_recommend_nothing():
     scan = GpuScan([], problems=["DXGI: CreateDXGIFactory1 failed"])
-    findings = environment.check_environment_choice(project_with("xpu"), WINDOWS, scan)
+    findings = envcheck.environment_findings(project_with("xpu"), WINDOWS, scan)
 
     assert [f.status for f in findings] == [OK]
     assert "could not be listed" in findings[0].found

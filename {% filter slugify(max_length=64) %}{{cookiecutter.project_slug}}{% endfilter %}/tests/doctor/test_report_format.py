@@ -52,7 +52,7 @@ def a_report(name="LeNet on DirectML", home="/home/ann"):
     report.add("Device", WARN, "directml unavailable: libd3d12.so is missing.", "Use Windows.",
                code="DEVICE-UNAVAILABLE-DIRECTML")  # fmt: skip
     report.exit_code = checkup.EXIT_CPU_FALLBACK
-    report.verdict = "CPU FALLBACK: directml is not usable here, so training runs on the CPU."
+    report.verdict = "Ready to train on the CPU only (slower): directml is not usable here."
     return report
 
 
@@ -103,7 +103,7 @@ def test_the_json_verdict_does_not_point_at_lines_above_but_the_text_does(ann):
     report = a_report()
     assert "above" not in report.to_dict()["verdict"]["message"]
     text = render.render_text(report)
-    assert "; the WARN lines above say why." in text
+    assert "; the [!] lines above say why." in text
 
 
 def test_markdown_has_the_findings_codes_verdict_and_fixes_and_nothing_personal(ann):
@@ -111,10 +111,10 @@ def test_markdown_has_the_findings_codes_verdict_and_fixes_and_nothing_personal(
 
     assert text.startswith("### verify_install: LeNet on DirectML (accelerator: directml)")
     assert "| status | check | code | found |" in text
-    assert "| FAIL | torch | `TORCH-NOT-IN-THIS-PYTHON` |" in text
-    assert "**Verdict (exit 3):** CPU FALLBACK" in text
-    assert "1. [FAIL torch] Run this with the project's environment." in text
-    assert "2. [WARN Device] Use Windows." in text
+    assert "| [\u2717] | torch | `TORCH-NOT-IN-THIS-PYTHON` |" in text
+    assert "**Verdict (exit 3):** Ready to train on the CPU only (slower)" in text
+    assert "1. [torch] Run this with the project's environment." in text
+    assert "2. [Device] Use Windows." in text
     assert "/home/ann" not in text and ".venv-xpu" not in text  # no interpreter path at all
     assert "(~/lenet/.venv/bin/python)" in text
 

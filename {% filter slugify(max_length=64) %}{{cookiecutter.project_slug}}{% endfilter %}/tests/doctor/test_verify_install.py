@@ -35,7 +35,6 @@ from gpu_doctor import (
     facts,
     probes,
     render,
-    room,
     stepwise,
 )
 from gpu_doctor.codes import (
@@ -43,6 +42,7 @@ from gpu_doctor.codes import (
 )
 from gpu_doctor.findings import (
     FAIL,
+    NO_ACTION,
     OK,
     WARN,
     Finding,
@@ -58,11 +58,19 @@ from gpu_doctor.project import (
     Project,
     load_project,
 )
+from gpu_doctor.render import (
+    AREA_LINE_WIDTH,
+    display_width,
+)
 from gpu_doctor.rules import (
     packages as package_rules,
 )
 from gpu_doctor.verdict import (
     Report,
+)
+
+from instructor.room import (
+    machines,
 )
 
 from {{ cookiecutter.package_name }} import (
@@ -148,7 +156,7 @@ def test_a_working_directml_adapter_exits_0_with_its_float64_support(machine, ca
     assert "directml:1: AMD Radeon RX 6700 XT, float64 NOT supported" in words
     # The device as --device names it, never torch's privateuseone:N.
     assert "LeNet forward+backward on directml:1 vs the CPU: largest relative difference" in words
-    assert "Verdict (exit 0): WORKS: training runs on directml:1 (AMD Radeon RX 6700 XT)." in out
+    assert "Verdict (exit 0): Ready to train on directml:1 (AMD Radeon RX 6700 XT)." in words
     assert re.search(r"ms on directml:1, [\d.]+ ms on the CPU \([\d.]+x\)", words)  # both timed
 
 
@@ -188,7 +196,7 @@ def test_a_device_that_computes_wrong_is_a_broken_install(machine, capsys):
     assert "largest relative difference" in smoke["found"] and "--device cpu" in smoke["fix"]
     assert report["smoke_test"]["passed"] is False
     assert report["smoke_test"]["max_relative_error"] > probes.SMOKE_TOLERANCE
-    assert "BROKEN" in report["verdict"]["message"]
+    assert report["verdict"]["message"].startswith("Not ready to train")
 
 
 @pytest.mark.filterwarnings("ignore:The operator")  # the timed steps after the capture
@@ -252,7 +260,7 @@ def test_an_adapter_name_is_printed_and_written_without_the_nul_of_its_c_string(
 
     assert "directml:0: NVIDIA GeForce GTX 470, float64 supported." in out
     assert "Chosen          directml:0 (NVIDIA GeForce GTX 470)." in out
-    assert "WORKS: training runs on directml:0 (NVIDIA GeForce GTX 470)." in out
+    assert "Ready to train on directml:0 (NVIDIA GeForce GTX 470)." in out
     assert "\x00" not in out
     assert report["chosen"]["name"] == report["devices"][0]["name"] == "NVIDIA GeForce GTX 470"
 
@@ -297,7 +305,8 @@ def test_a_missing_dependency_of_the_project_is_named_and_torch_is_not_blamed(
     (found,) = [text for check, text in out.row_texts if check == "Requirements"]
     assert f"imports {module} (package {distribution}), which is not installed" in found
     assert out.verdict == (
-        f"Verdict (exit 4): BROKEN: the project's code needs {module}, which is not installed."
+        f"Verdict (exit 4): Not ready to train: the project's code needs {module}, which is not "
+        "installed."
     )
     (fix,) = [fix for label, fix in out.fixes if label == "Requirements"]
     assert fix.startswith("Install the project's requirements: `")
@@ -491,7 +500,7 @@ def test_a_reader_that_stops_early_ends_the_json_quietly(child_limit):
 # listed here with what it needs to be true; any other "the ... line" or "above" fails.
 
 REFERENCES = {
-    r"the WARN lines above say why": lambda out: any(s == "WARN" for s, _ in out.rows),
+    r"the \[!\] lines above say why": lambda out: any(s == "WARN" for s, _ in out.rows),
     r"the fixes below": lambda out: bool(out.fixes),
     r"the pins above": lambda out: any("pinned" in text for _, text in out.row_texts),
     r"the Driver fix": lambda out: any("Driver" in label for label, _ in out.fixes),
@@ -505,8 +514,9 @@ REFERENCES = {
 POINTER = re.compile(
     r"\bthe [\w-]+ (?:lines?|fix(?:es)?)\b|\babove\b|\bbelow\b|\bthis line\b", re.IGNORECASE
 )
-ROW = re.compile(r"^  (ok|WARN|FAIL) +(\S.*?)  +(\S.*)$")  # "ok" is padded to 4 columns
-FIX = re.compile(r"^  \d+\. \[(?:ok|WARN|FAIL) ([^\]]+)\] (.*)$")
+ROW = re.compile(r"^  (\[.\])  (\S.*?)  +(\S.*)$")
+STATUS_OF_MARK = {"[\u2713]": "ok", "[!]": "WARN", "[\u2717]": "FAIL"}  # rows: the JSON's words
+FIX = re.compile(r"^  \d+\. \[([^\]]+)\] (.*)$")
 PIP = re.compile(r"`pip install ([^`]*)`")
 
 
@@ -536,8 +546,8 @@ def read_output(text: str) -> Printed:
         elif in_fixes and line.startswith("     ") and fixes:
             fixes[-1][1] += " " + line.strip()
         elif not in_fixes and ROW.match(line):
-            status, check, found = ROW.match(line).groups()
-            rows.append((status, check))
+            mark, check, found = ROW.match(line).groups()
+            rows.append((STATUS_OF_MARK[mark], check))
             row_texts.append([check, found])
         elif not in_fixes and line.startswith(" " * 10) and row_texts:
             row_texts[-1][1] += " " + line.strip()
@@ -929,6 +939,8 @@ def read_summary(text: str) -> Summary:
             fixes[-1][1] += " " + line.strip()
         elif line.startswith(("Ready to train", "Not ready to train")):
             verdict = line
+        elif line.startswith(" ") and areas and "Fixes:" not in lines[: lines.index(line)]:
+            areas[-1] = (*areas[-1][:2], areas[-1][2] + " " + line.strip())  # an area went on
     return Summary(areas, [(where, fix) for where, fix in fixes], verdict, lines)
 
 
@@ -947,7 +959,8 @@ def test_the_default_report_is_one_line_per_area_the_fixes_to_do_and_a_verdict(
 
     monkeypatch.setattr(checkup, "run", once)
     code, _ = situation(*case, "venv", verbose=False)
-    summary = read_summary(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    summary = read_summary(printed)
     situation(*case, "venv")
     verbose = read_output(capsys.readouterr().out)
 
@@ -957,10 +970,15 @@ def test_the_default_report_is_one_line_per_area_the_fixes_to_do_and_a_verdict(
     assert known == sorted(known, key=list(areas.AREAS).index), names  # in the areas' order
     assert summary.lines[0].startswith("verify_install: ")
     shown = {" ".join(fix.split()) for _label, fix in verbose.fixes}
+    explains = {f.fix for f in checked[0].findings if f.role == NO_ACTION}
     for where, fix in summary.fixes:
         assert " ".join(fix.split()) in shown, fix  # the same words as -v
-        assert not fix.lower().startswith("nothing to"), fix  # no action: no fix
+        assert fix not in explains, fix  # a fix that asks nothing is no numbered fix
         assert set(where) <= set(names), (where, names)
+    area_lines = [line for line in printed.splitlines()[1 : len(names) + 1]]
+    for line in area_lines:  # each area in one line, written whole, not cut
+        assert AREA_LINE.match(line) and display_width(line) <= AREA_LINE_WIDTH, line
+        assert not line.endswith("..."), line
     issues = [area for mark, area, _text in summary.areas if mark in "!\u2717"]
     for area in issues:  # no warning without an action: each area with issues has its fix
         mark = next(m for m, a, _t in summary.areas if a == area)
@@ -988,52 +1006,86 @@ def test_on_linux_without_a_gpu_the_default_report_fits_twenty_lines(situation, 
     (only,) = summary.fixes  # the OS, GPU, torch and device fixes all say "create cpu"
     assert only[1].startswith("Create the cpu environment") and "Environment" in only[0]
     assert summary.verdict.startswith("Ready to train on the CPU only (slower): found issues")
-    assert "WARN" not in text and "Verdict (exit" not in text  # the table is -v's
+    assert "Verdict (exit" not in text  # the table is -v's
 
 
-def test_a_warning_whose_fix_is_nothing_to_do_is_information():
-    gpu = Finding("GPU", WARN, "Only an integrated GPU.", "Nothing to install. Compare first.")
+def test_a_warning_whose_fix_asks_nothing_is_information_by_its_role_not_its_words():
+    """The role says a fix asks nothing; the same words without it are a fix to do."""
+    words = "Compare with the benchmark first."
     python = Finding("Python", OK, "Python 3.11.9 (64-bit) is supported.")
-    report = Report(project={"name": "Digits", "accelerator": "directml"}, findings=[python, gpu])
+    explains = Finding("GPU", WARN, "Only an integrated GPU.", words, role=NO_ACTION)
+    asks = Finding("GPU", WARN, "Only an integrated GPU.", "Nothing to install: " + words)
+    report = Report(project={"name": "Digits", "accelerator": "directml"})
     report.exit_code = checkup.EXIT_OK
     report.chosen = {"kind": "directml", "label": "directml:0", "name": "Intel UHD"}
 
-    text = render.render_summary(report)
+    report.findings = [python, explains]
+    quiet = render.render_summary(report)
+    report.findings = [python, asks]
+    loud = render.render_summary(report)
 
-    assert "[\u2713] GPU: Only an integrated GPU." in text and "[!]" not in text
-    assert "Fixes:" not in text and areas.actions(report.findings) == []
-    assert text.splitlines()[-2] == "Ready to train on directml:0 (Intel UHD)."
-    assert "Nothing to install. Compare first." in render.render_text(report)  # -v keeps it
+    assert "[\u2713] GPU: Only an integrated GPU." in quiet and "[!]" not in quiet
+    assert "Fixes:" not in quiet and areas.actions([python, explains]) == []
+    assert quiet.splitlines()[-2] == "Ready to train on directml:0 (Intel UHD)."
+    assert "[!] GPU: Only an integrated GPU." in loud and "Nothing to install: " + words in loud
+    report.findings = [python, explains]
+    assert words in render.render_text(report)  # -v keeps it
 
 
-def test_a_fix_that_points_at_the_environment_fix_adds_its_area_to_that_fix():
+def test_a_fix_that_follows_another_adds_its_area_to_that_fix_by_code():
     create = "Create the cpu environment: `pip install -r environments/cpu.txt`."
     findings = [
-        Finding("Environment", WARN, "Best for this machine: cpu.", create),
-        Finding("torch", WARN, "torch 2.14.1 is installed.", "Create the cpu environment, as "
-                "the Environment fix says, rather than repairing this one."),
-        Finding("OS", WARN, "Linux.", "Run on Windows. Here, use the environment the "
-                "Environment line names."),
+        Finding("Environment", WARN, "Best for this machine: cpu.", create, code="ENV-OTHER-BEST"),
+        Finding("torch", WARN, "torch 2.14.1 is installed.", "Make the cpu one, not this.",
+                code="TORCH-PIN-MISMATCH", follows="ENV-OTHER-BEST"),
+        Finding("OS", WARN, "Linux.", "Run on Windows; here, train on the CPU.",
+                code="OS-LINUX-NO-DIRECTML", follows="ENV-OTHER-BEST"),
     ]  # fmt: skip
 
     (fix,) = areas.actions(findings)
 
-    assert (fix.text, fix.areas) == (create, ["Environment", "PyTorch", "System"])
+    assert (fix.text, fix.areas) == (create, ["Environment", "PyTorch", "OS"])
 
 
-def test_a_long_area_line_keeps_whole_clauses_not_half_a_phrase():
-    """The summary line of an area ends where a clause ends; a cut inside a phrase says so."""
-    environment = (
-        "Best for this machine: cpu, but the project's default environment file is directml. "
-        "No GPU that a PyTorch stack can train on was found."
+def test_a_fix_that_follows_one_not_shown_stands_alone_whatever_it_says():
+    findings = [
+        Finding("torch", WARN, "torch 2.14.1.", "As the Environment fix says, make cpu.",
+                code="TORCH-PIN-MISMATCH", follows="ENV-OTHER-BEST"),
+        Finding("OS", WARN, "Linux.", "Use the environment the Environment line names.",
+                code="OS-LINUX-NO-DIRECTML"),
+    ]  # fmt: skip
+
+    fixes = areas.actions(findings)
+
+    assert [(fix.areas, fix.text) for fix in fixes] == [
+        (["PyTorch"], "As the Environment fix says, make cpu."),
+        (["OS"], "Use the environment the Environment line names."),
+    ]
+
+
+def test_an_area_line_is_its_findings_brief_whole_and_counts_the_other_issues():
+    """The rule writes the line (``brief``); what does not fit goes on, never cut."""
+    build = Finding(
+        "torch build",
+        WARN,
+        "torch 2.14.1 is PyPI's build (+cu130, CUDA), not the CPU build: it trains on the CPU "
+        "too, but carries GPU libraries the cpu environment does not need.",
+        "Reinstall from the CPU index.",
+        brief="torch 2.14.1 is a GPU build, not the CPU build.",
     )
-    pins = "torch 2.14.1 is installed; this project pins 2.4.1 (a different version: untested)"
-    words = "word " * 30
+    pins = Finding("torch", WARN, "torch 2.14.1 is installed; the project pins 2.4.1.", "Pin.")
+    report = Report(project={"name": "Digits", "accelerator": "cpu"}, findings=[build, pins])
+    long = Finding("Python", WARN, "word " * 30, "Do it.")
 
-    assert render._cut(environment, 60) == "Best for this machine: cpu"
-    assert render._cut(pins, 60) == "torch 2.14.1 is installed; this project pins 2.4.1"
-    assert render._cut(words, 40).endswith("word...") and len(render._cut(words, 40)) <= 40
-    assert render._cut("short enough", 40) == "short enough"
+    (pytorch,) = areas.by_area(report.findings)
+    line = render.area_line(pytorch, report, render.AREA_MARKS)
+    (python,) = areas.by_area([long])
+    wrapped = render.area_line(python, report, render.AREA_MARKS)
+
+    assert line.startswith("[!] PyTorch: torch 2.14.1 is a GPU build, not the CPU build.")
+    assert line.endswith("(+1 issue)")
+    assert " ".join(wrapped.split()) == "[!] Python: " + " ".join(long.found.split())
+    assert all(display_width(row) <= AREA_LINE_WIDTH for row in wrapped.splitlines())
 
 
 def test_the_area_marks_fall_back_to_ascii_on_a_console_that_cannot_show_them():
@@ -1078,7 +1130,7 @@ def test_output_writes_the_report_in_utf8_whatever_the_console(
     assert report["project"]["name"] == "\u624b\u5199\u6570\u5b57"
     assert report["verdict"]["exit_code"] == code
     assert said == f"Report written to {report_file}: cpu-fallback.\n"
-    assert room.load_report(report_file).status == "cpu-fallback"
+    assert machines.load_report(report_file).status == "cpu-fallback"
     text = text_file.read_text(encoding="utf-8")
     assert text.startswith("verify_install: \u624b\u5199\u6570\u5b57") and "[\u2713]" in text
 
@@ -1216,8 +1268,8 @@ def test_the_run_configuration_option_turns_a_cpu_fallback_into_exit_0(situation
     relaxed = read_output(capsys.readouterr().out)
 
     assert (code, relaxed_code) == (3, 0)
-    assert plain.verdict.startswith("Verdict (exit 3): CPU FALLBACK")
-    assert relaxed.verdict.startswith("Verdict (exit 0): CPU FALLBACK")
+    assert plain.verdict.startswith("Verdict (exit 3): Ready to train on the CPU only (slower)")
+    assert relaxed.verdict.startswith("Verdict (exit 0): Ready to train on the CPU only (slower)")
     assert relaxed.go_on == plain.go_on
     assert relaxed.go_on.startswith("You can go on to training: it will use the CPU, only slower.")
 
@@ -1237,13 +1289,13 @@ def test_help_documents_the_run_configuration_option(capsys):
 
 def test_the_reference_check_catches_a_fix_that_points_at_a_missing_line():
     out = read_output(
-        "  WARN  OS      Linux: DirectML runs only on Windows.\n"
-        "  WARN  GPU     No GPU for compute found.\n\n"
-        "Verdict (exit 3): CPU FALLBACK: the WARN lines above say why.\n"
+        "  [!]  OS      Linux: DirectML runs only on Windows.\n"
+        "  [!]  GPU     No GPU for compute found.\n\n"
+        "Verdict (exit 3): Ready to train on the CPU only (slower); the [!] lines above say why.\n"
         "You can go on to training: it will use the CPU, only slower.\n\n"
         "Fixes:\n"
-        "  1. [WARN OS] Nothing is needed; the GPU line says how to use an AMD or Intel GPU.\n"
-        "  2. [WARN GPU] `pip install torch-directml==0.2.5.dev240914`\n"
+        "  1. [OS] Nothing is needed; the GPU line says how to use an AMD or Intel GPU.\n"
+        "  2. [GPU] `pip install torch-directml==0.2.5.dev240914`\n"
     )
     assert len(unresolved_pointers(out)) == 1 and "GPU line" in unresolved_pointers(out)[0]
     assert broken_installs(out, CUDA_PINS) == [
@@ -1369,7 +1421,9 @@ def test_a_smoke_test_that_fails_in_the_loss_names_the_loss(
     )
     assert fix.startswith("This device runs LeNet's layers but not the cross-entropy loss")
     assert "`--device cpu`" in fix
-    assert out.verdict.startswith("Verdict (exit 4): BROKEN: directml:0 fails in the loss")
+    assert out.verdict.startswith(
+        "Verdict (exit 4): Not ready to train on directml:0: it fails in the loss"
+    )
     assert report["failed_step"] == {
         "during": "smoke test",
         "step": "loss",
@@ -1542,14 +1596,14 @@ def test_no_two_fixes_contradict_each_other(situation, capsys, case, env_manager
 
 def test_the_contradiction_check_catches_the_cpu_environment_beside_the_directml_pins():
     out = read_output(
-        "  WARN  Environment  Best for this machine: cpu, but this environment runs directml.\n"
-        "  WARN  torch-directml  torch-directml is not installed (pinned: 0.2.5.dev240914).\n\n"
-        "Verdict (exit 3): CPU FALLBACK: directml is not usable here.\n"
+        "  [!]  Environment  Best for this machine: cpu, but this environment runs directml.\n"
+        "  [!]  torch-directml  torch-directml is not installed (pinned: 0.2.5.dev240914).\n\n"
+        "Verdict (exit 3): Ready to train on the CPU only (slower): directml is not usable here.\n"
         "You can go on to training: it will use the CPU, only slower.\n\n"
         "Fixes:\n"
-        "  1. [WARN Environment] Create the cpu environment in the project folder.\n"
-        "  2. [WARN torch-directml] `pip install torch==2.4.1 torch-directml==0.2.5.dev240914`\n"
-        "  3. [WARN OS] Nothing is needed to train on this machine.\n"
+        "  1. [Environment] Create the cpu environment in the project folder.\n"
+        "  2. [torch-directml] `pip install torch==2.4.1 torch-directml==0.2.5.dev240914`\n"
+        "  3. [OS] Nothing is needed to train on this machine.\n"
     )
     assert contradictions(out, "directml") == [
         "[torch-directml] installs directml beside creating ['cpu']",
@@ -1704,7 +1758,7 @@ def test_amds_build_with_this_gpus_kernels_works(situation, capsys):
     rows = dict(out.row_texts)
     assert any("HIP 7.1.52802" in text for check, text in out.row_texts if check == "torch build")
     assert "(device-gfx1101) are this GPU's (gfx1101)" in rows["GPU kernels"]
-    assert "WORKS: training runs on" in out.text
+    assert "Verdict (exit 0): Ready to train on" in out.text
     assert [label for label, _ in out.fixes if "Timing" not in label] == []  # the fake is a CPU
 
 

@@ -14,7 +14,7 @@ from .. import nvidia
 from ..findings import WARN, Finding
 from ..gpus import NVIDIA, Gpu
 from ..project import Project
-from .environment import stack_files
+from .environment import OTHER_BEST, stack_files
 
 CODES = {
     "GPU-CUDA-CAPABILITY-UNSUPPORTED": "The CUDA build of this environment cannot run this "
@@ -85,6 +85,8 @@ def capability_findings(
                 f"first kernel. Builds that run it: {builds_text(capability)}.",
                 _use(fits, best) if fits == best else "",
                 code="GPU-CUDA-CAPABILITY-UNSUPPORTED",
+                brief=f"This torch lacks kernels for capability {capability}.",
+                follows=OTHER_BEST if fits == best else "",
             )
         )
     return findings
@@ -119,10 +121,11 @@ def no_kernel_image(
     recommendation: dict[str, Any] | None,
     project: Project | None = None,
     measured: Sequence[tuple[str, str]] = (),
-) -> tuple[str, str] | None:
+) -> tuple[str, str, str] | None:
     """CUDA's "no kernel image is available" or torch's incompatibility warning: (one sentence
-    naming the GPU, its capability, the builds that run it; the environment to use), else
-    None. ``measured``: (name, capability) from torch's get_device_capability, if it ran."""
+    naming the GPU, its capability, the builds that run it; the environment to use; the code
+    of the fix that one follows, or ""), else None. ``measured``: (name, capability) from
+    torch's get_device_capability, if it ran."""
     if not any(sign in error.lower() for sign in _SIGNS):
         return None
     recommendation = recommendation or {}
@@ -137,6 +140,7 @@ def no_kernel_image(
             "Read it with `nvidia-smi --query-gpu=name,compute_cap --format=csv`: 7.5 and newer "
             "take the cuda environment, 5.0 to 7.0 the cuda-legacy one "
             f"({stack_files('cuda-legacy')}); below 5.0 no CUDA build runs it.",
+            "",
         )
     system = recommendation.get("system", "")
     fits = stack_for(capability, system)
@@ -146,4 +150,4 @@ def no_kernel_image(
         f"({nvidia.family_of(capability)}); this torch{build} has no kernels for it. Builds "
         f"that run it: {builds_text(capability)}."
     )
-    return found, _use(fits, best)
+    return found, _use(fits, best), OTHER_BEST if fits == best else ""

@@ -12,11 +12,13 @@ from ..findings import (
     CHOOSES_ENVIRONMENT,
     FAIL,
     INSTALLS_BACKEND,
+    NO_ACTION,
     OK,
     REPAIRS_ENVIRONMENT,
     UPDATES_DRIVER,
     WARN,
     Finding,
+    fix_name,
     printed_fix,
 )
 from ..project import Project
@@ -79,27 +81,31 @@ def device_findings(
         hidden = hidden_fix(project.accelerator, missing.kind, missing.reason, environ)
         if ours or getattr(missing, "installed", True) or hidden:
             status = WARN if ours or project.accelerator != "cpu" else OK
-            fix, role = "", ""
+            fix, role, follows = "", "", ""
             if missing.kind == "directml" and ours:
-                fix, role = _directml_fix(missing.reason, project, earlier)
+                fix, role, follows = _directml_fix(missing.reason, project, earlier)
             elif missing.kind == "cuda":
-                fix, role = _cuda_fix(missing.reason, project, earlier)
+                fix, role, follows = _cuda_fix(missing.reason, project, earlier)
             if hidden:
-                fix, role = hidden, ""
+                fix, role, follows = hidden, "", ""
             code = f"DEVICE-UNAVAILABLE-{missing.kind.upper()}"
             found = f"{missing.kind} unavailable: {missing.reason}."
+            brief = f"{missing.kind}: {_lead(missing.reason)}."
             # ROCm without kernels for this GPU: the build to install, not the driver, is the fix
             for kernel_code, no_kernels in KERNEL_CHECKS:
                 kernels = no_kernels(missing.reason, recommendation, project)
                 if kernels:
-                    code, found, fix, role = kernel_code, f"{found} {kernels[0]}", kernels[1], ""
+                    code, found, fix = kernel_code, f"{found} {kernels[0]}", kernels[1]
+                    role, follows = "", ""
             image = None
             if missing.kind == "cuda":
                 text = f"{missing.reason} {torch_said}"
                 image = cuda.no_kernel_image(text, recommendation, project, measured)
             if image:
-                code, found, fix, role = "CUDA-NO-KERNEL-IMAGE", f"{found} {image[0]}", image[1], ""
-            findings.append(Finding("Device", status, found, fix, code, role))
+                code, found = "CUDA-NO-KERNEL-IMAGE", f"{found} {image[0]}"
+                brief = "This torch has no CUDA kernels for this GPU."
+                fix, follows, role = image[1], image[2], ""
+            findings.append(Finding("Device", status, found, fix, code, role, follows, brief))
         else:
             absent.append(f"{missing.kind} ({missing.reason})")
     if absent:
@@ -112,6 +118,14 @@ def device_findings(
             )
         )
     return findings
+
+
+def _lead(reason: str) -> str:
+    """A reason's lead clause, the words before the error text or the command that follows
+    ("CUDA failed to initialise: RuntimeError: ..." -> "CUDA failed to initialise")."""
+    for end in (": ", " ("):
+        reason = reason.split(end, 1)[0]
+    return reason.rstrip(".")
 
 
 def discovery_failed(error: BaseException) -> Finding:
@@ -143,32 +157,39 @@ def device_count(line: str) -> Finding:
     return Finding("Chosen", OK, line, code="DEVICE-COUNT")
 
 
-def _directml_fix(
-    reason: str, project: Project, findings: Sequence[Finding] = ()
-) -> tuple[str, str]:
-    """(the fix, its role) of DirectML that does not load, by the reason it gives."""
+# (fix, role, follows): the fix's words, what it is (findings' roles), and the code of the
+# printed fix it follows ("" for none).
+Advice = tuple[str, str, str]
+
+
+def _directml_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> Advice:
+    """The advice for DirectML that does not load, by the reason it gives."""
     if "not installed" in reason:
-        return install_fix(project), REPAIRS_ENVIRONMENT
+        return install_fix(project), REPAIRS_ENVIRONMENT, ""
     if "libd3d12" in reason or "libdxcore" in reason:
-        backend = printed_fix(findings, INSTALLS_BACKEND)
-        gpu = (
-            f" {backend[0].upper()}{backend[1:]} says how PyTorch can use your GPU."
-            if backend
-            else ""
-        )
-        here = f"nothing to install, the CPU trains.{gpu}"
-        environment = printed_fix(findings, CHOOSES_ENVIRONMENT)
-        if environment:
-            here = f"{environment} says what trains here."
-        return (
+        plain_linux = (
             "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
             "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: "
-            + here,
-            "",
         )
+        environment = printed_fix(findings, CHOOSES_ENVIRONMENT)
+        if environment:
+            return (
+                f"{plain_linux}{fix_name(environment)} says what trains here.",
+                "",
+                environment.code,
+            )
+        backend = printed_fix(findings, INSTALLS_BACKEND)
+        if backend:
+            return (
+                f"{plain_linux}nothing to install, the CPU trains. "
+                f"{fix_name(backend).capitalize()} says how PyTorch can use your GPU.",
+                "",
+                backend.code,
+            )
+        return f"{plain_linux}nothing to install, the CPU trains.", NO_ACTION, ""
     driver = printed_fix(findings, UPDATES_DRIVER)
     how = (
-        f"as {driver} says"
+        f"as {fix_name(driver)} says"
         if driver
         else "from the GPU maker's website or Windows Update > Optional updates"
     )
@@ -176,26 +197,29 @@ def _directml_fix(
         f"Update the GPU driver ({how}) and restart; if it persists, train with `--device cpu` "
         "and report the reason on this line.",
         "",
+        driver.code if driver else "",
     )
 
 
-def _amd_windows_fix(reason: str, project: Project) -> tuple[str, str]:
+def _amd_windows_fix(reason: str, project: Project) -> Advice:
     if "no CUDA" in reason:  # not AMD's build at all (PyPI's CPU torch, most often)
         return (
             "Reinstall torch from AMD's index: `pip install --force-reinstall -r "
             "environments/rocm-windows.txt`, then run verify_install again.",
             REPAIRS_ENVIRONMENT,
+            "",
         )
     return (
         "AMD's ROCm build needs AMD's current Adrenalin driver: install AMD Software: Adrenalin "
         "Edition from amd.com/support, restart, and run verify_install again. Until then the "
         "CPU trains.",
         "",
+        "",
     )
 
 
-def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> tuple[str, str]:
-    """(the fix, its role) of CUDA that is unavailable, by the reason it gives."""
+def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> Advice:
+    """The advice for CUDA that is unavailable, by the reason it gives."""
     if project.accelerator == "rocm-windows":  # AMD's build: torch calls its GPUs cuda too
         return _amd_windows_fix(reason, project)
     if "no CUDA" in reason:  # a CPU-only torch, e.g. PyPI's torch on Windows
@@ -204,11 +228,13 @@ def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -
         return (
             f"Install the CUDA build: `pip install --force-reinstall {pins} --index-url {index}`.",
             REPAIRS_ENVIRONMENT,
+            "",
         )
     driver = printed_fix(findings, UPDATES_DRIVER)
-    which = f" ({driver} says which)" if driver else ""
+    which = f" ({fix_name(driver)} says which)" if driver else ""
     return (
         "CUDA needs an NVIDIA GPU and its driver: check that `nvidia-smi` lists the GPU and "
         f"update the driver{which}. Without an NVIDIA GPU, the CPU trains.",
         "",
+        driver.code if driver else "",
     )

@@ -8,7 +8,7 @@ import re
 from typing import Iterable
 
 from .. import nvidia
-from ..drivers import driver_age, nvidia_branch, version_fields
+from ..driver_age import driver_age, nvidia_branch, version_fields
 from ..findings import UPDATES_DRIVER, WARN, Finding
 from ..gpus import AMD, INTEL, NVIDIA, QUALCOMM, Gpu
 from ..os_info import OsInfo
@@ -47,6 +47,7 @@ def old_drivers(gpus: Iterable[Gpu], today: datetime.date) -> list[Finding]:
                 "GPU, the old driver is the last one; DirectML may then fail on some operators.",
                 code="DRIVER-OLD",
                 role=UPDATES_DRIVER,
+                brief=f"{gpu.vendor} driver about {age.years(today):.0f} years old.",
             )
         )
     return findings

@@ -7,15 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from .. import recommend
-from ..driver_fit import fit_to_driver
 from ..findings import CHOOSES_ENVIRONMENT, OK, REPAIRS_ENVIRONMENT, WARN, Finding
 from ..gpus import GpuScan
 from ..os_info import OsInfo
 from ..project import Project
 
+# The finding whose fix creates the recommended environment: other fixes follow it by code.
+OTHER_BEST = "ENV-OTHER-BEST"
+
 CODES = {
     "ENV-BEST": "The active environment is the best one for this machine.",
-    "ENV-OTHER-BEST": "Another stack's environment fits this machine better.",
+    OTHER_BEST: "Another stack's environment fits this machine better.",
     "ENV-UNKNOWN": "No recommendation: the GPUs could not be listed.",
 }
 
@@ -46,14 +48,14 @@ def check_environment_choice(
     project: Project,
     info: OsInfo,
     scan: GpuScan,
+    best: recommend.Recommendation,
     active: str | None = None,
     context: str = "project",
-    best: recommend.Recommendation | None = None,
 ) -> list[Finding]:
     """Which environment file fits this machine best, and a WARN (never a FAIL) when the
     active one is another. ``active`` is the stack of the installed torch (None: unknown,
-    then the project's default stack stands for it); ``best``: the recommendation when
-    already computed (see facts.Facts)."""
+    then the project's default stack stands for it); ``best``: the recommendation, computed
+    once (facts.Facts)."""
     if not scan.hardware and scan.problems:
         return [
             Finding(
@@ -62,11 +64,9 @@ def check_environment_choice(
                 "The GPUs could not be listed, so no environment file is recommended over "
                 f"the default ({project.accelerator}).",
                 code="ENV-UNKNOWN",
+                brief="No recommendation: the GPUs could not be listed.",
             )
         ]
-    best = best or fit_to_driver(
-        recommend.recommend(info, scan.hardware, project.python_version), project, info
-    )
     current = active or project.accelerator
     python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
     commands = best.commands(project.project_slug or "<project>", python, info.is_windows)
@@ -83,6 +83,7 @@ def check_environment_choice(
                 f"Best for this machine: {best.stack} ({best.conda_file} or {best.pip_file}), "
                 f"which is {where}. {seen}.",
                 code="ENV-BEST",
+                brief=f"Best here: {best.stack}, {where}.",
             )
         ]
     if context in ("hook", "first") or not active:
@@ -110,8 +111,9 @@ def check_environment_choice(
             WARN,
             f"Best for this machine: {best.stack}, but {now}. {seen}.",
             fix,
-            code="ENV-OTHER-BEST",
+            code=OTHER_BEST,
             role=CHOOSES_ENVIRONMENT,
+            brief=f"Best here: {best.stack}, not {current}.",
         )
     ]
 
@@ -147,7 +149,7 @@ def defer_to_recommendation(
                 fix = f"{lead}repairing this {active} one. To keep {active}: {finding.fix}"
             else:
                 fix = f"{lead}repairing this {active} one: {active} cannot train on {system}."
-            finding = finding.with_fix(fix)
+            finding = finding.with_fix(fix, follows=OTHER_BEST)
         deferred.append(finding)
     return deferred
 

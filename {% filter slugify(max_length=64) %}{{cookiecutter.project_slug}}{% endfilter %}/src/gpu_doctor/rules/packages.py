@@ -90,6 +90,7 @@ def check_packages(
                     install_fix(project),
                     code="PKG-MISSING",
                     role=REPAIRS_ENVIRONMENT,
+                    brief=f"{name} is not installed.",
                 )
             )
         elif installed.split("+")[0] != pinned:
@@ -103,6 +104,7 @@ def check_packages(
                     install_fix(project),
                     code="PKG-VERSION",
                     role=REPAIRS_ENVIRONMENT,
+                    brief=f"{name} is not the pinned {pinned}.",
                 )
             )
         else:
@@ -206,5 +208,5 @@ def project_import_finding(error: BaseException, project: Project) -> Finding:
 def project_import_verdict(error: BaseException, project: Project) -> str:
     module = missing_module(error)
     if module and module not in (project.package_name, DOCTOR_PACKAGE):
-        return f"BROKEN: the project's code needs {module}, which is not installed."
-    return "BROKEN: the project's code does not import, so nothing can train."
+        return f"Not ready to train: the project's code needs {module}, which is not installed."
+    return "Not ready to train: the project's code does not import."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..findings import FAIL, OK, WARN, Finding
+from ..findings import FAIL, NO_ACTION, OK, WARN, Finding
 from ..project import Project
 
 CODES = {
@@ -87,6 +87,7 @@ def check_python(
                 f"Python {version} ({pointer_bits}-bit) is supported for {project.accelerator} "
                 f"({supported}).",
                 code="PY-OK",
+                brief=f"Python {version} is supported ({supported}).",
             )
         )
     elif hook:
@@ -100,6 +101,7 @@ def check_python(
                 f"{project.python_version}; {_own_python(project)} Do not install the project "
                 "into this Python.",
                 code="PY-GENERATOR-OTHER",
+                role=NO_ACTION,
             )
         )
     else:

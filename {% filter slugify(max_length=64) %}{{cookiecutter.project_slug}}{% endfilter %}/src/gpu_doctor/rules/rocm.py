@@ -64,6 +64,7 @@ def target_findings(project: Project, gpu: Gpu, support: RocmSupport) -> list[Fi
                 f"Its close relative {support.close} runs it: unofficial, AMD does not support it.",
                 override_fix(support),
                 code="GPU-AMD-ROCM-OVERRIDE",
+                brief=f"{gpu.gfx_target} needs an override to run ROCm.",
             )
         ]
     if support.status == UNSUPPORTED:

@@ -103,6 +103,7 @@ def kernel_findings(
                 "operation on it fails with hipErrorInvalidImage.",
                 f"Install this GPU's kernels in this environment: {fix}",
                 code="ROCM-WINDOWS-KERNELS-WRONG",
+                brief=f"The GPU kernels installed are not this GPU's {target}.",
                 role=REPAIRS_ENVIRONMENT,
             )
         ]
@@ -114,6 +115,7 @@ def kernel_findings(
             "with hipErrorInvalidImage.",
             f"Install this GPU's kernels in this environment: {fix}",
             code="ROCM-WINDOWS-KERNELS-MISSING",
+            brief=f"No GPU kernels are installed for this GPU's {target}.",
             role=REPAIRS_ENVIRONMENT,
         )
     ]

@@ -3,10 +3,11 @@ paravirtualization, macOS (MPS) and the systems PyTorch has no wheels for."""
 
 from __future__ import annotations
 
-from ..findings import FAIL, OK, WARN, Finding
+from ..findings import FAIL, NO_ACTION, OK, WARN, Finding
 from ..nvidia import CUDA_STACKS
 from ..os_info import DIRECTML_MIN_BUILD, WINDOWS_11_BUILD, OsInfo
 from ..project import Project
+from .environment import OTHER_BEST
 
 CODES = {
     "OS-OK": "The operating system runs the active stack.",
@@ -68,6 +69,8 @@ def check_os(project: Project, info: OsInfo) -> list[Finding]:
                 "For DirectML, run the project on Windows or in WSL2. On this machine, train "
                 "in the environment the Environment line names.",
                 code="OS-LINUX-NO-DIRECTML",
+                brief="Linux: DirectML runs only on Windows and in WSL2.",
+                follows=OTHER_BEST,
             )
         ]
     return [
@@ -112,7 +115,11 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
     else:
         findings.append(
             Finding(
-                "OS", OK, f"{what}: DirectML runs here (build {DIRECTML_MIN_BUILD}+).", code="OS-OK"
+                "OS",
+                OK,
+                f"{what}: DirectML runs here (build {DIRECTML_MIN_BUILD}+).",
+                code="OS-OK",
+                brief=f"{what}: DirectML runs here.",
             )
         )
     if project.accelerator == "directml" and info.machine.upper() in ("ARM64", "AARCH64"):
@@ -132,7 +139,15 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
 def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
     what = info.describe()
     if project.accelerator == "cpu":
-        return [Finding("OS", OK, f"{what}: the CPU build runs here.", code="OS-OK")]
+        return [
+            Finding(
+                "OS",
+                OK,
+                f"{what}: the CPU build runs here.",
+                code="OS-OK",
+                brief="WSL2: the CPU build runs here.",
+            )
+        ]
     missing = [
         path
         for path, present in (("/dev/dxg", info.dxg), ("/usr/lib/wsl/lib/libd3d12.so", info.d3d12))
@@ -148,6 +163,7 @@ def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
                 f"{what}: GPU access through /dev/dxg"
                 + (" and /usr/lib/wsl/lib/libd3d12.so." if info.d3d12 else "."),
                 code="OS-OK",
+                brief="WSL2: GPU access through /dev/dxg.",
             )
         ]
     if info.windows_build is not None and info.windows_build < WINDOWS_11_BUILD:
@@ -170,6 +186,7 @@ def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
             "GPU and falls back to the CPU.",
             fix,
             code="OS-WSL2-NO-GPU",
+            brief="WSL2 has no GPU access here: training runs on the CPU.",
         )
     ]
 
@@ -206,5 +223,6 @@ def _check_macos(project: Project, info: OsInfo) -> list[Finding]:
             "exist on macOS; this project uses Apple's MPS backend (the Apple GPU) instead.",
             "Nothing to install: PyPI's torch for macOS includes MPS (macOS 12.3 or later).",
             code="OS-MACOS-MPS",
+            role=NO_ACTION,
         )
     ]

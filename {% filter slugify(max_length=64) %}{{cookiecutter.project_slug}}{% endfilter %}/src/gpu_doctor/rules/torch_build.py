@@ -69,6 +69,7 @@ def check_build(project: Project, build: TorchBuild | None) -> list[Finding]:
                 fix,
                 code="TORCH-WRONG-BUILD",
                 role=REPAIRS_ENVIRONMENT,
+                brief=f"torch {build.version} is a GPU build, not the CPU build.",
             )
         ]
     return [
@@ -80,5 +81,6 @@ def check_build(project: Project, build: TorchBuild | None) -> list[Finding]:
             fix,
             code="TORCH-WRONG-BUILD",
             role=REPAIRS_ENVIRONMENT,
+            brief=f"torch {build.version} is not the {wanted} build: no GPU.",
         )
     ]

@@ -48,6 +48,9 @@ def smoke_test(smoke: dict[str, Any], device: Any, accelerator: bool) -> Finding
             summary,
             "Do not train on this device: use `--device cpu` and update the GPU driver.",
             code="SMOKE-TEST-WRONG",
+            brief=f"LeNet on {device} gives wrong numbers, unlike the CPU."
+            if accelerator
+            else "LeNet on the CPU gives NaN or infinite values.",
         )
     return Finding(SMOKE_TEST, OK, summary, code="SMOKE-TEST-OK")
 
@@ -72,7 +75,16 @@ def failure(
     wrong_kernels = rocm_windows.invalid_image(seen, recommendation, project)
     image = cuda.no_kernel_image(f"{seen} {torch_said}", recommendation, project, measured)
     if image:
-        return Finding(check, FAIL, f"{work} failed. {image[0]}", image[1], "CUDA-NO-KERNEL-IMAGE")
+        found, fix, follows = image
+        return Finding(
+            check,
+            FAIL,
+            f"{work} failed. {found}",
+            fix,
+            "CUDA-NO-KERNEL-IMAGE",
+            follows=follows,
+            brief="This torch has no CUDA kernels for this GPU.",
+        )
     if located is None:
         found = f"{work} failed: {describe_error(error)}."
         fix = "Train with `--device cpu`; update the GPU driver."
@@ -86,7 +98,12 @@ def failure(
         fix = located.fix()
     if kernels:
         return Finding(
-            check, FAIL, f"{found} {kernels[0]}", kernels[1], "ROCM-INVALID-DEVICE-FUNCTION"
+            check,
+            FAIL,
+            f"{found} {kernels[0]}",
+            kernels[1],
+            "ROCM-INVALID-DEVICE-FUNCTION",
+            brief="ROCm has no kernels for this GPU: invalid device function.",
         )
     if wrong_kernels:
         return Finding(
@@ -95,8 +112,9 @@ def failure(
             f"{found} {wrong_kernels[0]}",
             wrong_kernels[1],
             "ROCM-WINDOWS-INVALID-IMAGE",
+            brief="AMD's build has no kernels for this GPU: invalid image.",
         )
-    return Finding(check, FAIL, found, fix, code=code)
+    return Finding(check, FAIL, found, fix, code=code, brief=f"{work} failed.")
 
 
 def training_step(operators: Sequence[str], others: Sequence[str], device: Any) -> list[Finding]:
@@ -145,6 +163,7 @@ def timing(measured: dict[str, Any], device: Any) -> Finding:
             OK,
             f"One step of {batch} images: {device_ms:.1f} ms on the CPU.",
             code="TIMING-STEP",
+            brief=f"{device_ms:.0f} ms a step of {batch} images.",
         )
     if measured.get("emulated"):
         return Finding(
@@ -154,6 +173,7 @@ def timing(measured: dict[str, Any], device: Any) -> Finding:
             f"{measured['cpu_ms']:.1f} ms on the CPU. The device is emulated (a CPU emulating "
             f"a GPU: {measured['emulated']}): these times say nothing about a GPU's speed.",
             code="TIMING-STEP",
+            brief="Emulated on the CPU: its times say nothing of a GPU.",
         )
     ratio = measured["cpu_ms"] / device_ms if device_ms > 0 else float("inf")
     return Finding(
@@ -166,4 +186,5 @@ def timing(measured: dict[str, Any], device: Any) -> Finding:
         else "The CPU is faster for this small model here: "
         "`--device cpu` trains faster; larger batches favour the GPU.",
         code="TIMING-STEP" if ratio >= 1 else "TIMING-CPU-FASTER",
+        brief=f"{device_ms:.0f} ms a step, {measured['cpu_ms']:.0f} ms on the CPU.",
     )

@@ -4,13 +4,13 @@ shared GPUs, no GPU at all."""
 
 from __future__ import annotations
 
-from .. import amd_linux, nvidia, recommend
-from ..findings import INSTALLS_BACKEND, OK, WARN, Finding
-from ..gpus import AMD, INTEL, NVIDIA, Gpu, GpuScan
+from .. import amd_linux, nvidia
+from ..findings import INSTALLS_BACKEND, NO_ACTION, OK, WARN, Finding
+from ..gpus import AMD, INTEL, NVIDIA, Gpu, GpuScan, is_intel_arc
 from ..os_info import OsInfo
 from ..project import Project
 from . import cuda, rocm
-from .environment import stack_files
+from .environment import OTHER_BEST, stack_files
 
 CODES = {
     "GPU-CUDA-OK": "An NVIDIA GPU that CUDA trains on.",
@@ -36,6 +36,21 @@ def _backend_fix(project: Project, stack: str, best: str) -> str:
     return ""
 
 
+def _no_backend(found: str, brief: str, fix: str, code: str, gpu_stack: bool) -> Finding:
+    """A GPU whose stack this environment's torch is not: a warning where there is a fix, which
+    installs that stack by following the Environment fix (it creates that environment)."""
+    return Finding(
+        "GPU",
+        WARN if gpu_stack and fix else OK,
+        found,
+        fix,
+        code=code,
+        brief=brief + (": the CPU trains." if gpu_stack else "."),
+        role=INSTALLS_BACKEND if fix else "",
+        follows=OTHER_BEST if fix else "",
+    )
+
+
 def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Finding]:
     """After the list of GPUs: per GPU, the stack that trains on it and whether this
     environment's torch is that stack; then no GPU at all. ``best``: the recommended stack."""
@@ -59,6 +74,7 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
                     if gpu_stack and best == accelerator
                     else "",
                     code="GPU-AMD-LEGACY-DRIVER",
+                    role=NO_ACTION,
                 )
             )
         elif gpu.vendor_id == AMD:
@@ -67,37 +83,27 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
             findings += rocm.target_findings(project, gpu, support)
             if accelerator != "rocm" and support.status != amd_linux.UNSUPPORTED:
                 fix = _backend_fix(project, "rocm", best)
-                findings.append(
-                    Finding(
-                        "GPU",
-                        WARN if gpu_stack and fix else OK,
-                        f"{gpu.name}: AMD GPUs on Linux train through ROCm, which this "
-                        "environment's torch does not include"
-                        + (", so training runs on the CPU." if gpu_stack else "."),
-                        fix,
-                        code="GPU-AMD-NO-ROCM-BUILD",
-                        role=INSTALLS_BACKEND if fix else "",
-                    )
-                )
-        elif gpu.vendor_id == INTEL and accelerator != "xpu":
-            fix = _backend_fix(project, "xpu", best) if recommend.is_intel_arc(gpu) else ""
-            findings.append(
-                Finding(
-                    "GPU",
-                    WARN if gpu_stack and fix else OK,
-                    f"{gpu.name}: Intel GPUs on Linux train through PyTorch's XPU build, which "
-                    "this environment's torch is not"
+                found = (
+                    f"{gpu.name}: AMD GPUs on Linux train through ROCm, which this "
+                    "environment's torch does not include"
                     + (", so training runs on the CPU." if gpu_stack else ".")
-                    + (
-                        ""
-                        if recommend.is_intel_arc(gpu)
-                        else " The XPU build supports Arc and Core Ultra graphics, not this one."
-                    ),
-                    fix,
-                    code="GPU-INTEL-NO-XPU-BUILD",
-                    role=INSTALLS_BACKEND if fix else "",
+                )
+                brief = "AMD GPU, but this torch has no ROCm"
+                findings.append(_no_backend(found, brief, fix, "GPU-AMD-NO-ROCM-BUILD", gpu_stack))
+        elif gpu.vendor_id == INTEL and accelerator != "xpu":
+            fix = _backend_fix(project, "xpu", best) if is_intel_arc(gpu) else ""
+            found = (
+                f"{gpu.name}: Intel GPUs on Linux train through PyTorch's XPU build, which "
+                "this environment's torch is not"
+                + (", so training runs on the CPU." if gpu_stack else ".")
+                + (
+                    ""
+                    if is_intel_arc(gpu)
+                    else " The XPU build supports Arc and Core Ultra graphics, not this one."
                 )
             )
+            brief = "Intel GPU, but this torch is no XPU build"
+            findings.append(_no_backend(found, brief, fix, "GPU-INTEL-NO-XPU-BUILD", gpu_stack))
     if amdgpu and (accelerator == "rocm" or best == "rocm"):
         findings += rocm.access_findings(project, scan)
     if not hardware and not scan.problems:
@@ -114,20 +120,23 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
         else:
             display = [gpu.name for gpu in scan.gpus if gpu not in hardware]
             seen = f" (display only: {', '.join(display)})" if display else ""
+            fix, role, follows = "", "", ""
             if not gpu_stack:
-                fix = ""
+                pass
             elif best != accelerator:
                 fix = (
                     f"Train on the CPU with the {best} environment, as the Environment fix says. "
                     "For GPU training, use a machine with an NVIDIA GPU (the cuda environment), "
                     "or Windows with any DirectX 12 GPU (the directml environment)."
                 )
+                follows = OTHER_BEST
             else:
                 fix = (
                     "Nothing to install: the CPU trains, only slower. For GPU training use a "
                     "machine with an NVIDIA GPU (the cuda environment), or Windows with any "
                     "DirectX 12 GPU (the directml environment)."
                 )
+                role = NO_ACTION
             findings.append(
                 Finding(
                     "GPU",
@@ -135,6 +144,9 @@ def check(project: Project, info: OsInfo, scan: GpuScan, best: str) -> list[Find
                     f"No GPU for compute found{seen}: training runs on the CPU.",
                     fix,
                     code="GPU-NONE",
+                    brief="No GPU for compute found: training runs on the CPU.",
+                    role=role,
+                    follows=follows,
                 )
             )
     return findings
@@ -151,6 +163,7 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
                 "Install NVIDIA's driver (Ubuntu: `sudo ubuntu-drivers install`), reboot, and "
                 "check that `nvidia-smi` lists the GPU.",
                 code="GPU-NVIDIA-NO-DRIVER",
+                brief=f"NVIDIA GPU on the '{gpu.driver}' driver: CUDA needs NVIDIA's.",
             )
         ]
     if gpu.driver == "" and gpu.source.startswith("/sys"):
@@ -161,6 +174,7 @@ def _linux_nvidia(project: Project, gpu: Gpu, x86: bool) -> list[Finding]:
                 f"{gpu.name} has no kernel driver loaded: CUDA cannot use it.",
                 "Install NVIDIA's driver (Ubuntu: `sudo ubuntu-drivers install`) and reboot.",
                 code="GPU-NVIDIA-NO-DRIVER",
+                brief="NVIDIA GPU with no kernel driver: CUDA cannot use it.",
             )
         ]
     if project.accelerator in nvidia.CUDA_STACKS:

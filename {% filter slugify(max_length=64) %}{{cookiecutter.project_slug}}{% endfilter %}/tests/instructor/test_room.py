@@ -1,6 +1,6 @@
 """The report summary for instructors: verify_install --json reports in, tables out.
 
-``tests/data/reports/`` holds reports as participants send them: some written by
+``tests/instructor/reports/`` holds reports as participants send them: some written by
 verify_install on real machines (Linux without DirectX, a Python without torch, a newer torch
 than the pins), some typical of Windows machines (a Radeon with an integrated GPU beside it,
 an Iris Xe laptop, WSL2 with a GeForce, a torch whose DLLs do not load), and one that is the
@@ -22,15 +22,15 @@ from pathlib import Path
 
 import pytest
 
-from gpu_doctor.room import (
-    Machine,
+from gpu_doctor.safe_text import printable
+
+from instructor.room.machines import (
     common_problems,
     device_summary,
     load_folder,
     load_report,
 )
-from gpu_doctor.safe_text import printable
-from gpu_doctor.summary import (
+from instructor.room.summary import (
     ReportError,
     decode,
     main,
@@ -39,7 +39,7 @@ from gpu_doctor.summary import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = Path(__file__).resolve().parent / "data" / "reports"
+SAMPLES = Path(__file__).resolve().parent / "reports"
 EXPECTED_STATUS = {
     "ana-linux-laptop.json": "cpu-fallback",
     "ben-wrong-interpreter.json": "broken",
@@ -167,9 +167,9 @@ def test_the_markdown_summary_is_made_of_tables(samples):
 
 def test_the_command_summarises_the_sample_folder(child_limit):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    package = Machine.__module__.rsplit(".", 1)[0]
-    done = subprocess.run(
-        [sys.executable, "-m", f"{package}.summary", str(SAMPLES)],
+    done = subprocess.run(  # as docs/workshop.md runs it: in the project folder
+        [sys.executable, "-m", "instructor.room", str(SAMPLES)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -266,9 +266,9 @@ def test_a_deeply_nested_file_is_listed_as_unreadable_and_the_summary_stays(tmp_
 
 def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path, child_limit):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    package = Machine.__module__.rsplit(".", 1)[0]
     child = subprocess.Popen(
-        [sys.executable, "-m", package + ".summary", str(SAMPLES)],
+        [sys.executable, "-m", "instructor.room", str(SAMPLES)],
+        cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

@@ -1,5 +1,5 @@
 """Rules about the GPUs, for every system: each GPU found, a query that failed, then the rules
-of the system (``gpus_windows``, ``gpus_linux``) and of the drivers (``drivers``)."""
+of the system (``cards_windows``, ``cards_linux``) and of the drivers (``drivers``)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,17 @@ import datetime
 from typing import Iterable
 
 from .. import recommend
-from ..driver_fit import fit_to_driver
 from ..findings import OK, WARN, Finding
 from ..gpus import NVIDIA, Gpu, GpuScan
 from ..os_info import OsInfo
 from ..project import Project
-from . import cuda, drivers, gpus_linux, gpus_windows
+from . import cards_linux, cards_windows, cuda, drivers
 
 CODES = {
     "GPU-FOUND": "A GPU, as the system reports it.",
     "GPU-QUERY-FAILED": "The GPUs could not be listed.",
     "GPU-QUERY-PARTLY-FAILED": "Part of the GPU query failed.",
-    # given by the rules of both systems (gpus_windows, gpus_linux)
+    # given by the rules of both systems (cards_windows, cards_linux)
     "GPU-NONE": "No GPU for compute.",
     "GPU-UNUSED": "The active stack leaves this GPU unused.",
 }
@@ -28,27 +27,24 @@ def check_gpus(
     project: Project,
     info: OsInfo,
     scan: GpuScan,
+    best: recommend.Recommendation,
     today: datetime.date | None = None,
-    best: recommend.Recommendation | None = None,
 ) -> list[Finding]:
-    """``best``: the machine's recommendation when already computed (see facts.Facts)."""
+    """``best``: the machine's recommendation, computed once (facts.Facts)."""
     today = today or datetime.date.today()
     if not (info.is_windows or info.is_linux):
         return []
     hardware = scan.hardware
     findings = _list_findings(hardware)
     findings += _problem_findings(scan, bool(hardware))
-    best = best or fit_to_driver(
-        recommend.recommend(info, hardware, project.python_version), project, info
-    )
     findings += cuda.capability_findings(project, hardware, recommend.system_of(info), best.stack)
     if info.is_windows:
-        findings += gpus_windows.check(project, scan, best.stack)
+        findings += cards_windows.check(project, scan, best.stack)
         if not hardware:
             return findings
         aged = hardware
     else:
-        findings += gpus_linux.check(project, info, scan, best.stack)
+        findings += cards_linux.check(project, info, scan, best.stack)
         aged = [gpu for gpu in hardware if gpu.vendor_id == NVIDIA]
     findings += drivers.old_drivers(aged, today)
     findings += drivers.too_old_for_cuda(project, info, hardware, best.stack)
@@ -56,7 +52,10 @@ def check_gpus(
 
 
 def _list_findings(gpus: Iterable[Gpu]) -> list[Finding]:
-    return [Finding("GPU", OK, gpu.describe(), code="GPU-FOUND") for gpu in gpus]
+    return [
+        Finding("GPU", OK, gpu.describe(), code="GPU-FOUND", brief=f"{gpu.name} ({gpu.kind}).")
+        for gpu in gpus
+    ]
 
 
 def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:

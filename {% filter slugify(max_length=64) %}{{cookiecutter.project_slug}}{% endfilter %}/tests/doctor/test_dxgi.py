@@ -17,7 +17,8 @@ import pytest
 
 from gpu_doctor import (
     amd_windows,
-    gpu_windows,
+    dxgi,
+    envcheck,
     recommend,
 )
 from gpu_doctor.bounded import (
@@ -38,9 +39,6 @@ from gpu_doctor.os_info import (
 )
 from gpu_doctor.project import (
     Project,
-)
-from gpu_doctor.rules import (
-    gpus as gpu_rules,
 )
 
 FUNCTYPE = getattr(ctypes, "WINFUNCTYPE", ctypes.CFUNCTYPE)
@@ -101,12 +99,12 @@ class FakeAdapter(FakeCom):
                 RELEASE: self.release_method(),
                 CHECK_INTERFACE_SUPPORT: (
                     ctypes.c_int32,
-                    [ctypes.POINTER(gpu_windows.GUID), ctypes.POINTER(ctypes.c_longlong)],
+                    [ctypes.POINTER(dxgi.GUID), ctypes.POINTER(ctypes.c_longlong)],
                     self.check_interface_support,
                 ),
                 GET_DESC1: (
                     ctypes.c_int32,
-                    [ctypes.POINTER(gpu_windows.DXGI_ADAPTER_DESC1)],
+                    [ctypes.POINTER(dxgi.DXGI_ADAPTER_DESC1)],
                     self.get_desc1,
                 ),
             }
@@ -154,7 +152,7 @@ class FakeFactory(FakeCom):
 
 def walk(factory):
     """adapters_of_factory on a fake; the caller keeps ``factory`` (its vtable) alive."""
-    return gpu_windows.adapters_of_factory(ctypes.c_void_p(factory.address))
+    return dxgi.adapters_of_factory(ctypes.c_void_p(factory.address))
 
 
 def umd(a, b, c, d):
@@ -213,14 +211,14 @@ def test_no_adapters_at_all_is_an_empty_list():
 
 
 def test_the_user_mode_driver_version_is_four_16_bit_fields():
-    assert gpu_windows.format_umd_version(umd(31, 0, 101, 4091)) == "31.0.101.4091"
-    assert gpu_windows.format_umd_version(-1) == "65535.65535.65535.65535"
+    assert dxgi.format_umd_version(umd(31, 0, 101, 4091)) == "31.0.101.4091"
+    assert dxgi.format_umd_version(-1) == "65535.65535.65535.65535"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="off Windows only")
 def test_dxgi_is_not_touched_off_windows():
     with pytest.raises(OSError, match="Windows only"):
-        gpu_windows.dxgi_adapters()
+        dxgi.dxgi_adapters()
 
 
 # ------------------------------------------------------------------------------ PowerShell
@@ -241,7 +239,7 @@ POWERSHELL_NO_DRIVER = (
 
 
 def test_powershell_json_becomes_gpus_with_ids_dates_and_capped_memory():
-    intel, amd = gpu_windows.parse_video_controllers(POWERSHELL_TWO)
+    intel, amd = dxgi.parse_video_controllers(POWERSHELL_TWO)
     assert (intel.vendor, intel.device_id, intel.kind) == ("Intel", 0x3E9B, INTEGRATED)
     assert intel.driver_date == datetime.date(2020, 9, 10)
     assert amd.memory_capped and amd.kind == DISCRETE
@@ -249,14 +247,14 @@ def test_powershell_json_becomes_gpus_with_ids_dates_and_capped_memory():
 
 
 def test_a_single_controller_is_an_object_not_a_list():
-    (gpu,) = gpu_windows.parse_video_controllers(POWERSHELL_NO_DRIVER)
+    (gpu,) = dxgi.parse_video_controllers(POWERSHELL_NO_DRIVER)
     assert gpu.vendor == "NVIDIA" and gpu.kind == SOFTWARE
 
 
 @pytest.mark.parametrize("garbage", ["", "Get-CimInstance : Access denied", "42", "[1, 2]"])
 def test_garbage_output_is_rejected(garbage):
     with pytest.raises(ValueError):
-        gpu_windows.parse_video_controllers(garbage)
+        dxgi.parse_video_controllers(garbage)
 
 
 def fake_powershell(monkeypatch, result):
@@ -266,7 +264,7 @@ def fake_powershell(monkeypatch, result):
         calls.append((script, timeout))
         return result
 
-    monkeypatch.setattr(gpu_windows, "run_powershell", run_powershell)
+    monkeypatch.setattr(dxgi, "run_powershell", run_powershell)
     return calls
 
 
@@ -286,13 +284,13 @@ def fake_powershell(monkeypatch, result):
 )  # fmt: skip
 def test_powershell_problems_are_reported_with_what_was_seen(monkeypatch, result, expected):
     fake_powershell(monkeypatch, result)
-    gpus, problem = gpu_windows.powershell_adapters()
+    gpus, problem = dxgi.powershell_adapters()
     assert gpus == [] and expected in problem
 
 
 def test_powershell_runs_with_a_timeout(monkeypatch):
     calls = fake_powershell(monkeypatch, CommandResult(("powershell.exe",), 0, POWERSHELL_TWO))
-    gpus, problem = gpu_windows.powershell_adapters(timeout=7.5)
+    gpus, problem = dxgi.powershell_adapters(timeout=7.5)
     assert len(gpus) == 2 and problem == ""
     assert calls[0][1] == 7.5 and "Win32_VideoController" in calls[0][0]
 
@@ -316,10 +314,10 @@ REGISTRY = [
 def test_dxgi_with_a_gpu_does_not_start_powershell_and_dates_come_from_the_registry(
     monkeypatch,
 ):
-    monkeypatch.setattr(gpu_windows, "dxgi_adapters", adapters_as_gpus)
-    monkeypatch.setattr(gpu_windows, "registry_display_drivers", lambda: REGISTRY)
+    monkeypatch.setattr(dxgi, "dxgi_adapters", adapters_as_gpus)
+    monkeypatch.setattr(dxgi, "registry_display_drivers", lambda: REGISTRY)
     calls = fake_powershell(monkeypatch, CommandResult(("powershell.exe",), 0, "[]"))
-    scan = gpu_windows.scan()
+    scan = dxgi.scan()
     assert calls == [] and scan.source == "DXGI" and scan.problems == []
     dates = {gpu.name: gpu.driver_date for gpu in scan.hardware}
     assert dates == {
@@ -330,26 +328,26 @@ def test_dxgi_with_a_gpu_does_not_start_powershell_and_dates_come_from_the_regis
 
 def test_a_registry_entry_of_another_vendor_gives_no_date():
     gpu = Gpu("AMD Radeon RX 6700 XT", 0x1002, 0x73DF, driver_version="31.0.101.2125")
-    assert gpu_windows.attach_registry([gpu], REGISTRY)[0].driver_date is None
+    assert dxgi.attach_registry([gpu], REGISTRY)[0].driver_date is None
 
 
 def test_failing_dxgi_falls_back_to_powershell(monkeypatch):
     def broken():
         raise OSError("CreateDXGIFactory1 returned 0x887A0004")
 
-    monkeypatch.setattr(gpu_windows, "dxgi_adapters", broken)
+    monkeypatch.setattr(dxgi, "dxgi_adapters", broken)
     fake_powershell(monkeypatch, CommandResult(("powershell.exe",), 0, POWERSHELL_TWO))
-    scan = gpu_windows.scan()
+    scan = dxgi.scan()
     assert scan.source == "PowerShell" and len(scan.hardware) == 2
     assert scan.problems == ["DXGI: OSError: CreateDXGIFactory1 returned 0x887A0004"]
 
 
 def test_a_hanging_dxgi_is_abandoned_after_its_timeout(monkeypatch):
-    monkeypatch.setattr(gpu_windows, "DXGI_TIMEOUT", 0.2)
-    monkeypatch.setattr(gpu_windows, "dxgi_adapters", lambda: time.sleep(3))
+    monkeypatch.setattr(dxgi, "DXGI_TIMEOUT", 0.2)
+    monkeypatch.setattr(dxgi, "dxgi_adapters", lambda: time.sleep(3))
     fake_powershell(monkeypatch, CommandResult(("powershell.exe",), 0, POWERSHELL_TWO))
     started = time.perf_counter()
-    scan = gpu_windows.scan()
+    scan = dxgi.scan()
     assert time.perf_counter() - started < 2
     assert "did not finish within 0.2 s" in scan.problems[0] and len(scan.hardware) == 2
 
@@ -360,25 +358,25 @@ def test_only_the_software_adapter_asks_powershell_which_finds_a_gpu_without_dri
     def software_only():
         return [Gpu("Microsoft Basic Render Driver", 0x1414, 0x8C, 0, software=True, source="DXGI")]
 
-    monkeypatch.setattr(gpu_windows, "dxgi_adapters", software_only)
-    monkeypatch.setattr(gpu_windows, "registry_display_drivers", lambda: [])
+    monkeypatch.setattr(dxgi, "dxgi_adapters", software_only)
+    monkeypatch.setattr(dxgi, "registry_display_drivers", lambda: [])
     fake_powershell(monkeypatch, CommandResult(("powershell.exe",), 0, POWERSHELL_NO_DRIVER))
-    scan = gpu_windows.scan()
+    scan = dxgi.scan()
     assert scan.source == "DXGI + PowerShell"
-    findings = gpu_rules.check_gpus(project(), WINDOWS, scan)
+    findings = envcheck.gpu_findings(project(), WINDOWS, scan)
     warning = [f for f in findings if f.status == WARN and "NVIDIA" in f.found]
     assert warning and "driver is not installed" in warning[0].found
 
 
 def test_dxgi_and_powershell_both_failing_is_one_warning_with_both_reasons(monkeypatch):
-    monkeypatch.setattr(gpu_windows, "dxgi_adapters", lambda: 1 / 0)
+    monkeypatch.setattr(dxgi, "dxgi_adapters", lambda: 1 / 0)
     fake_powershell(
         monkeypatch,
         CommandResult(("powershell.exe",), None, problem="powershell.exe was not found"),
     )
-    scan = gpu_windows.scan()
+    scan = dxgi.scan()
     assert scan.gpus == []
-    (finding,) = gpu_rules.check_gpus(project(), WINDOWS, scan)
+    (finding,) = envcheck.gpu_findings(project(), WINDOWS, scan)
     assert finding.status == WARN
     assert "ZeroDivisionError" in finding.found and "powershell.exe was not found" in finding.found
 
@@ -396,7 +394,7 @@ def test_dxgi_and_powershell_both_failing_is_one_warning_with_both_reasons(monke
     ],
 )
 def test_driver_dates_in_every_form_windows_writes_them(text, expected):
-    assert gpu_windows.parse_driver_date(text) == expected
+    assert dxgi.parse_driver_date(text) == expected
 
 
 WINDOWS = OsInfo("Windows", "10", "10.0.19045", "AMD64", windows_build=19045)
@@ -452,14 +450,14 @@ def test_registry_strings_lose_their_nuls_and_still_give_the_driver_date(monkeyp
          "DriverDate": "10-21-2021\x00", "MatchingDeviceId": "PCI\\VEN_10DE&DEV_06CD\x00"}
     )  # fmt: skip
     monkeypatch.setitem(sys.modules, "winreg", winreg)
-    records = gpu_windows.registry_display_drivers()
+    records = dxgi.registry_display_drivers()
     assert records[0]["DriverDesc"] == "NVIDIA GeForce GTX 470"
     gpu = Gpu("NVIDIA GeForce GTX 470", 0x10DE, 0x06CD, driver_version="21.21.13.7653")
-    assert gpu_windows.attach_registry([gpu], records)[0].driver_date == datetime.date(2021, 10, 21)
+    assert dxgi.attach_registry([gpu], records)[0].driver_date == datetime.date(2021, 10, 21)
 
 
 def test_powershell_names_lose_their_nuls():
-    (gpu,) = gpu_windows.parse_video_controllers(
+    (gpu,) = dxgi.parse_video_controllers(
         '{"Name":"NVIDIA GeForce GTX 470\\u0000","PNPDeviceID":"PCI\\\\VEN_10DE&DEV_06CD",'
         '"DriverVersion":"21.21.13.7653\\u0000\\r\\n","DriverDate":"2021-10-21\\u0000"}'
     )
@@ -485,10 +483,10 @@ RDNA_ADAPTERS = [
 
 @pytest.mark.parametrize("gpu,target,stack", RDNA_ADAPTERS, ids=[g[0].name for g in RDNA_ADAPTERS])
 def test_an_amd_gpu_line_names_its_target_and_where_it_came_from(gpu, target, stack, monkeypatch):
-    monkeypatch.setattr(gpu_windows.amd_windows, "read_hip", lambda: [])  # no HIP runtime
-    monkeypatch.setattr(gpu_windows, "_scan", lambda timeout: GpuScan([gpu], "DXGI"))
-    scan = gpu_windows.scan()
-    findings = gpu_rules.check_gpus(project(), WINDOWS, scan)
+    monkeypatch.setattr(dxgi.amd_windows, "read_hip", lambda: [])  # no HIP runtime
+    monkeypatch.setattr(dxgi, "_scan", lambda timeout: GpuScan([gpu], "DXGI"))
+    scan = dxgi.scan()
+    findings = envcheck.gpu_findings(project(), WINDOWS, scan)
 
     (listed,) = [f for f in findings if f.code == "GPU-FOUND"]
     assert f"{target} from the PCI id table" in listed.found

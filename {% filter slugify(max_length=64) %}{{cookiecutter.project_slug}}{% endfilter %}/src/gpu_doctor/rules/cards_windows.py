@@ -4,7 +4,7 @@ target (``rocm_windows``)."""
 
 from __future__ import annotations
 
-from ..findings import OK, WARN, Finding
+from ..findings import NO_ACTION, OK, WARN, Finding
 from ..gpus import INTEGRATED, NVIDIA, GpuScan
 from ..nvidia import CUDA_STACKS
 from ..project import Project
@@ -55,6 +55,7 @@ def check(project: Project, scan: GpuScan, best: str = "") -> list[Finding]:
                     if accelerator != "cpu"
                     else "",
                     code="GPU-SOFTWARE-ONLY",
+                    brief="Only the software adapter: no GPU driver is active.",
                 )
             )
         elif not scan.problems and not no_driver:
@@ -80,6 +81,7 @@ def check(project: Project, scan: GpuScan, best: str = "") -> list[Finding]:
                     f"Nothing to install. Compare with `python -m {project.package_name}.benchmark`"
                     " and train with `--device cpu` if the CPU is faster.",
                     code="GPU-INTEGRATED-ONLY",
+                    role=NO_ACTION,
                 )
             )
         elif any(gpu.kind == INTEGRATED for gpu in hardware):

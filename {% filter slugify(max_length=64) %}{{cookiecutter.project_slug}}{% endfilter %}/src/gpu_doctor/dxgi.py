@@ -324,7 +324,7 @@ def powershell_adapters(timeout: float = POWERSHELL_TIMEOUT) -> tuple[list[Gpu],
 def nvidia_smi_capabilities(timeout: float = NVIDIA_SMI_TIMEOUT) -> dict[str, str]:
     """The compute capability per GPU name from nvidia-smi (NVIDIA's Windows driver installs it
     in System32); {} when it is missing or too old to know the field."""
-    from .gpu_linux import nvidia_smi_gpus  # the same query and parser on both systems
+    from .sysfs import nvidia_smi_gpus  # the same query and parser on both systems
 
     found, _problem = nvidia_smi_gpus(timeout)
     return {gpu.name: gpu.compute_capability for gpu in found if gpu.compute_capability}

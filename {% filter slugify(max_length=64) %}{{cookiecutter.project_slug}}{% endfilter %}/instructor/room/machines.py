@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .safe_text import FIELD_LIMIT, printable
+from gpu_doctor.safe_text import FIELD_LIMIT, printable
+
 from .saved_reports import (
     MAX_ENTRIES,
     ReportError,

@@ -1,7 +1,7 @@
 """Summarise a folder of ``verify_install --json`` reports: who can train, on what, and what fails.
 
-    python -m gpu_doctor.summary FOLDER              a plain-text summary
-    python -m gpu_doctor.summary FOLDER --markdown   the same as Markdown tables
+    python -m instructor.room FOLDER              a plain-text summary (in the project folder)
+    python -m instructor.room FOLDER --markdown   the same as Markdown tables
 
 For workshop instructors: every participant runs ``python -m <package>.verify_install --json
 --output FILE``, FILE named after them or their machine; collect the files in one folder
@@ -28,9 +28,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from .commands import command, command_parser, write_out
-from .project import project_package
-from .room import (
+from gpu_doctor.commands import command, command_parser, write_out
+from gpu_doctor.project import project_package
+from gpu_doctor.safe_text import FIELD_LIMIT, printable
+
+from .machines import (
     SEVERITY,
     STATUS_ORDER,
     CommonProblem,
@@ -42,7 +44,6 @@ from .room import (
     stack_summary,
     who_sent,
 )
-from .safe_text import FIELD_LIMIT, printable
 from .saved_reports import (
     MAX_DEPTH,
     MAX_REPORT_BYTES,
@@ -234,7 +235,7 @@ def summarise(
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     package = project_package()
     parser = command_parser(
-        "gpu_doctor.summary",
+        "instructor.room",
         "Summarise a folder of `verify_install --json` reports into tables: the "
         "verdicts, the devices, every machine, and the problems several machines share.",
         f"collect reports with: python -m {package}.verify_install --output reports/NAME.json "

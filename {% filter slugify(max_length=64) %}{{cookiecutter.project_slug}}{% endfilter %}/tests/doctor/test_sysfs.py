@@ -8,8 +8,9 @@ import pytest
 
 from gpu_doctor import (
     amd_linux,
-    gpu_linux,
+    envcheck,
     recommend,
+    sysfs,
 )
 from gpu_doctor.bounded import (
     CommandResult,
@@ -23,9 +24,6 @@ from gpu_doctor.os_info import (
 )
 from gpu_doctor.project import (
     Project,
-)
-from gpu_doctor.rules import (
-    gpus as gpu_rules,
 )
 
 NVIDIA_SMI_OUTPUT = "NVIDIA GeForce RTX 3080, 550.120, 10240\n"
@@ -76,7 +74,7 @@ def tools(monkeypatch):
         missing = CommandResult(tuple(args), None, problem=f"{args[0]} was not found")
         return answers.get(args[0], missing)
 
-    monkeypatch.setattr(gpu_linux, "run_tool", run_tool)
+    monkeypatch.setattr(sysfs, "run_tool", run_tool)
     return answers, calls
 
 
@@ -84,7 +82,7 @@ def test_cards_are_read_by_vendor_id_and_driver_ignoring_connectors_and_render_n
     card(drm, "card0", 0x8086, 0x9A49, "i915", slot="0000:00:02.0")
     card(drm, "card1", 0x10DE, 0x2206, "nvidia")
     (drm / "card2" / "device").mkdir(parents=True)  # simpledrm: no PCI vendor file
-    gpus = gpu_linux.drm_gpus(drm)
+    gpus = sysfs.drm_gpus(drm)
     assert [(g.vendor, g.device_id, g.driver) for g in gpus] == [
         ("Intel", 0x9A49, "i915"),
         ("NVIDIA", 0x2206, "nvidia"),
@@ -95,11 +93,11 @@ def test_cards_are_read_by_vendor_id_and_driver_ignoring_connectors_and_render_n
 def test_card10_sorts_after_card2(drm):
     for number in (10, 2):
         card(drm, f"card{number}", 0x1002, 0x7400 + number, "amdgpu")
-    assert [g.source[-6:] for g in gpu_linux.drm_gpus(drm)] == ["/card2", "card10"]
+    assert [g.source[-6:] for g in sysfs.drm_gpus(drm)] == ["/card2", "card10"]
 
 
 def test_no_drm_folder_means_no_cards(tmp_path):
-    assert gpu_linux.drm_gpus(tmp_path / "missing") == []
+    assert sysfs.drm_gpus(tmp_path / "missing") == []
 
 
 def test_nvidia_names_and_driver_version_come_from_nvidia_smi(drm, tools):
@@ -107,7 +105,7 @@ def test_nvidia_names_and_driver_version_come_from_nvidia_smi(drm, tools):
     card(drm, "card0", 0x8086, 0x9A49, "i915")
     card(drm, "card1", 0x10DE, 0x2206, "nvidia")
     answers["nvidia-smi"] = CommandResult(("nvidia-smi",), 0, NVIDIA_SMI_OUTPUT)
-    scan = gpu_linux.scan(drm, timeout=4)
+    scan = sysfs.scan(drm, timeout=4)
     assert calls == [("nvidia-smi", 4)]
     nvidia = scan.gpus[0]
     assert nvidia.name == "NVIDIA GeForce RTX 3080" and nvidia.driver_version == "550.120"
@@ -118,7 +116,7 @@ def test_nvidia_names_and_driver_version_come_from_nvidia_smi(drm, tools):
 def test_nvidia_smi_is_not_started_without_an_nvidia_card(drm, tools):
     _answers, calls = tools
     card(drm, "card0", 0x8086, 0x9A49, "i915")
-    gpu_linux.scan(drm)
+    sysfs.scan(drm)
     assert calls == []
 
 
@@ -137,29 +135,29 @@ def test_a_failing_nvidia_smi_is_a_warning_and_the_card_stays_listed(drm, tools,
     answers, _calls = tools
     card(drm, "card0", 0x10DE, 0x2206, "nvidia")
     answers["nvidia-smi"] = answer
-    scan = gpu_linux.scan(drm)
+    scan = sysfs.scan(drm)
     assert [g.name for g in scan.gpus] == ["NVIDIA GPU 0x2206"]
     assert len(scan.problems) == 1 and seen in scan.problems[0]
-    findings = gpu_rules.check_gpus(project(), LINUX, scan)
+    findings = envcheck.gpu_findings(project(), LINUX, scan)
     assert any(f.status == WARN and seen in f.found for f in findings)
 
 
 def test_amd_names_come_from_rocm_smi_and_its_absence_is_no_problem(drm, tools):
     answers, _calls = tools
     card(drm, "card0", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
-    plain = gpu_linux.scan(drm)
+    plain = sysfs.scan(drm)
     assert plain.problems == [] and plain.gpus[0].dedicated_memory == 12 * 2**30
     answers["rocm-smi"] = CommandResult(("rocm-smi",), 0, ROCM_SMI_OUTPUT)
-    named = gpu_linux.scan(drm).gpus[0]
+    named = sysfs.scan(drm).gpus[0]
     assert named.name.startswith("Navi 22 [Radeon RX 6700") and "gfx1031" in named.name
     assert named.dedicated_memory == 12 * 2**30
 
 
 def test_wsl2_has_no_cards_and_asks_nvidia_smi(tmp_path, tools):
     answers, calls = tools
-    assert gpu_linux.scan(tmp_path / "drm", wsl=True).problems == []  # no NVIDIA GPU: fine
+    assert sysfs.scan(tmp_path / "drm", wsl=True).problems == []  # no NVIDIA GPU: fine
     answers["nvidia-smi"] = CommandResult(("nvidia-smi",), 0, NVIDIA_SMI_OUTPUT)
-    scan = gpu_linux.scan(tmp_path / "drm", wsl=True)
+    scan = sysfs.scan(tmp_path / "drm", wsl=True)
     assert [g.name for g in scan.gpus] == ["NVIDIA GeForce RTX 3080"]
     assert [name for name, _ in calls] == ["nvidia-smi", "nvidia-smi"]
 
@@ -167,7 +165,7 @@ def test_wsl2_has_no_cards_and_asks_nvidia_smi(tmp_path, tools):
 def test_an_amd_laptop_is_pointed_at_rocm_and_its_older_intel_igpu_at_nothing(drm, tools):
     card(drm, "card0", 0x8086, 0x46A6, "i915")  # Alder Lake UHD: not an XPU GPU
     card(drm, "card1", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
-    findings = gpu_rules.check_gpus(project(), LINUX, gpu_linux.scan(drm))
+    findings = envcheck.gpu_findings(project(), LINUX, sysfs.scan(drm))
     fixes = " ".join(f.fix for f in findings if f.status == WARN)
     assert "environments/rocm.txt" in fixes and "xpu" not in fixes
     assert "pip install" not in fixes  # the rocm environment, not ROCm into the directml one
@@ -177,14 +175,14 @@ def test_an_amd_laptop_is_pointed_at_rocm_and_its_older_intel_igpu_at_nothing(dr
 
 def test_an_old_radeon_driver_card_gets_no_rocm_advice(drm, tools):
     card(drm, "card0", 0x1002, 0x6798, "radeon")
-    findings = gpu_rules.check_gpus(project(), LINUX, gpu_linux.scan(drm))
+    findings = envcheck.gpu_findings(project(), LINUX, sysfs.scan(drm))
     legacy = next(f for f in findings if f.code == "GPU-AMD-LEGACY-DRIVER")
     assert "'radeon'" in legacy.found
     assert not [f for f in findings if "rocm" in f.fix.lower()]
 
 
 def test_a_cpu_project_on_a_machine_with_no_gpu_is_fine(drm, tools):
-    (finding,) = gpu_rules.check_gpus(project("cpu"), LINUX, gpu_linux.scan(drm))
+    (finding,) = envcheck.gpu_findings(project("cpu"), LINUX, sysfs.scan(drm))
     assert finding.status == OK and "CPU" in finding.found
 
 
@@ -204,7 +202,7 @@ def test_names_from_nvidia_smi_and_sysfs_lose_nuls(drm, tools):
     answers["nvidia-smi"] = CommandResult(
         ("nvidia-smi",), 0, "GeForce GTX 470\x00, 390.157\x00, 1280\n"
     )
-    (gpu,) = gpu_linux.scan(drm, timeout=4).gpus
+    (gpu,) = sysfs.scan(drm, timeout=4).gpus
     assert (gpu.name, gpu.driver_version, gpu.driver) == ("GeForce GTX 470", "390.157", "nvidia")
 
 
@@ -314,11 +312,11 @@ def test_each_amd_family_is_read_from_the_kfd_topology_and_judged_for_rocm(drm, 
     name, device, version, target, support, override = family
     amd_machine(drm, device, version)
 
-    scan = gpu_linux.scan(drm)
+    scan = sysfs.scan(drm)
     (gpu,) = scan.gpus
     assert (gpu.gfx_target, gpu.render_node) == (target, "/dev/dri/renderD128")
     assert target in gpu.describe() and scan.denied == []
-    findings = gpu_rules.check_gpus(project("rocm"), LINUX, scan)
+    findings = envcheck.gpu_findings(project("rocm"), LINUX, scan)
     judged = [f for f in findings if f.code.startswith("GPU-AMD-ROCM-")]
     assert [f.code for f in judged] == [f"GPU-AMD-ROCM-{support.upper()}"]
     if support == "override":
@@ -345,30 +343,30 @@ def test_a_user_outside_the_render_group_is_told_which_group_to_join(drm, tools,
     monkeypatch.setattr(amd_linux, "_can_open", lambda path: path.name != "kfd")
     monkeypatch.setattr(amd_linux, "_group_of", lambda path: "render")
 
-    scan = gpu_linux.scan(drm)
-    findings = gpu_rules.check_gpus(project("rocm"), LINUX, scan)
+    scan = sysfs.scan(drm)
+    findings = envcheck.gpu_findings(project("rocm"), LINUX, scan)
 
     (denied,) = [f for f in findings if f.code == "GPU-AMD-NO-ACCESS"]
     assert denied.status == WARN and "/dev/kfd (group render)" in denied.found
     assert "renderD128" not in denied.found  # that one opens
     assert "`sudo usermod -aG render,video $USER`" in denied.fix and "log out" in denied.fix
     assert not [
-        f for f in gpu_rules.check_gpus(project("cpu"), LINUX, scan) if f.code == denied.code
+        f for f in envcheck.gpu_findings(project("cpu"), LINUX, scan) if f.code == denied.code
     ]
 
 
 def test_a_machine_without_dev_kfd_is_told_that_rocm_finds_no_gpu(drm, tools):
     amd_machine(drm, 0x744C, 110000, dev=("dri/renderD128",))  # a container without --device
-    findings = gpu_rules.check_gpus(project("rocm"), LINUX, gpu_linux.scan(drm))
+    findings = envcheck.gpu_findings(project("rocm"), LINUX, sysfs.scan(drm))
     (missing,) = [f for f in findings if f.code == "GPU-AMD-NO-ACCESS"]
     assert "/dev/kfd does not exist" in missing.found and "--device=/dev/kfd" in missing.fix
 
 
 def test_an_amd_card_without_a_kfd_node_has_no_target_and_no_judgement(drm, tools):
     card(drm, "card0", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
-    scan = gpu_linux.scan(drm)
+    scan = sysfs.scan(drm)
     assert scan.gpus[0].gfx_target == ""
-    codes = [f.code for f in gpu_rules.check_gpus(project("rocm"), LINUX, scan)]
+    codes = [f.code for f in envcheck.gpu_findings(project("rocm"), LINUX, scan)]
     assert not [code for code in codes if code.startswith("GPU-AMD-ROCM-")]
     assert recommend.recommend(LINUX, scan.hardware).stack == "rocm"
 
@@ -434,7 +432,7 @@ def test_rocminfo_names_the_amd_gpu_and_its_target_where_rocm_is_installed(drm, 
     card(drm, "card1", 0x1002, 0x73DF, "amdgpu", vram=12 * 2**30)
     answers["rocminfo"] = CommandResult(("rocminfo",), 0, ROCMINFO_OUTPUT)
 
-    scan = gpu_linux.scan(drm)
+    scan = sysfs.scan(drm)
 
     (gpu,) = scan.gpus
     assert (gpu.name, gpu.gfx_target, gpu.device_id) == ("AMD Radeon RX 6700 XT", "gfx1031", 0x73DF)
@@ -444,5 +442,5 @@ def test_rocminfo_names_the_amd_gpu_and_its_target_where_rocm_is_installed(drm, 
 
 def test_rocminfo_without_agents_is_unreadable_and_rocm_smi_is_asked():
     with pytest.raises(ValueError):
-        gpu_linux.parse_rocminfo("hsa api call failure at: rocminfo.cc:1306\n")
-    assert gpu_linux.parse_rocminfo(ROCMINFO_OUTPUT.split("*******\nAgent 2")[0]) == []
+        sysfs.parse_rocminfo("hsa api call failure at: rocminfo.cc:1306\n")
+    assert sysfs.parse_rocminfo(ROCMINFO_OUTPUT.split("*******\nAgent 2")[0]) == []

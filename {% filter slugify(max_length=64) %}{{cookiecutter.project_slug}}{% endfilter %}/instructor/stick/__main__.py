@@ -1,5 +1,5 @@
-"""python -m gpu_doctor.bundle make E:\\ [--stacks directml cpu:macosx_arm64] [--python 3.11]
-python -m gpu_doctor.bundle check E:\\ STACK
+"""python -m instructor.stick make E:\\ [--stacks directml cpu:macosx_arm64] [--python 3.11]
+python -m instructor.stick check E:\\ STACK
 
 ``make`` (once, at home, with the network) writes every wheel the named environments need, MNIST,
 a manifest and a README onto a stick; ``check`` tests a stick for one environment on this
@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..project import load_project
+from gpu_doctor.project import load_project
+
 from . import install
 from .make import BundleError, make, plan
 from .platforms import TARGETS, stack_targets
@@ -37,7 +38,7 @@ def parse_stacks(names: list[str], stacks: dict, default_targets: list[str]) -> 
 def main(argv: list[str] | None = None) -> int:
     project = load_project()
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_doctor.bundle",
+        prog="python -m instructor.stick",
         description="A workshop stick: every wheel, MNIST and a README, to install offline.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

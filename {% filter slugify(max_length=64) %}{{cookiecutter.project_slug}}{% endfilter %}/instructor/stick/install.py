@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 MANIFEST = "manifest.json"
-REMAKE = "make the stick again on a machine with the network (python -m gpu_doctor.bundle make)"
+REMAKE = "make the stick again on a machine with the network (python -m instructor.stick make)"
 
 
 class StickProblem(Exception):

@@ -1,4 +1,4 @@
-"""The workshop stick (gpu_doctor.bundle), with no network: which wheels each platform needs
+"""The workshop stick (instructor/stick), with no network: which wheels each platform needs
 (pip resolves against a folder of wheels the test writes), the checks install.py makes before it
 installs anything, and the refusal when the stick is too small."""
 
@@ -9,6 +9,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from gpu_doctor.bundle import install, make
-from gpu_doctor.bundle.platforms import TARGETS
-from gpu_doctor.bundle.resolve import (
+from gpu_doctor.stick_check import ask_stick
+
+from instructor.stick import install, make
+from instructor.stick.platforms import TARGETS
+from instructor.stick.resolve import (
     ResolveError,
     Wheel,
     pip_failure,
@@ -153,7 +156,7 @@ def test_the_environment_file_gives_its_pins_and_index_and_leaves_the_project_ou
 
 
 def small_stick(folder: Path, stack: str = "cpu") -> Path:
-    """A stick with two wheels for this machine, as the bundle command writes one."""
+    """A stick with two wheels for this machine and its installer, as `make` writes one."""
     target = install.this_platform() or "manylinux_x86_64"
     wheels = folder / "wheels"
     wheels.mkdir(parents=True)
@@ -172,6 +175,7 @@ def small_stick(folder: Path, stack: str = "cpu") -> Path:
     }  # fmt: skip
     manifest = {"format": 1, "project": "p", "files": files, "parts": {name: part}}
     (folder / "manifest.json").write_text(json.dumps(manifest))
+    shutil.copyfile(install.__file__, folder / "install.py")
     return folder
 
 
@@ -253,12 +257,21 @@ def test_a_stick_too_small_is_refused_before_any_download(tmp_path):
     assert not (tmp_path / "stick" / "wheels").exists()
 
 
-def test_verify_install_says_whether_the_stick_holds_this_machines_environment(tmp_path):
+def test_verify_install_asks_the_sticks_own_installer_what_it_holds(tmp_path):
+    """The student's doctor carries none of the stick's code: install.py on the stick answers."""
     stick = small_stick(tmp_path / "stick", stack="cpu")
-    assert install.stick_verdict(stick, "cpu").startswith(f"Workshop stick: {stick} holds the cpu")
+    assert ask_stick(stick, "cpu").startswith(f"Workshop stick: {stick} holds the cpu")
     _remove(stick)
-    assert "alpha-1.0-py3-none-any.whl is missing" in install.stick_verdict(stick, "cpu")
-    assert "holds no cuda environment" in install.stick_verdict(stick, "cuda")
+    assert "alpha-1.0-py3-none-any.whl is missing" in ask_stick(stick, "cpu")
+    assert "holds no cuda environment" in ask_stick(stick, "cuda")
+
+
+def test_a_folder_without_the_installer_is_no_workshop_stick(tmp_path):
+    stick = small_stick(tmp_path / "stick", stack="cpu")
+    (stick / "install.py").unlink()
+
+    assert "install.py is missing, so" in ask_stick(stick, "cpu")
+    assert "is the stick plugged in" in ask_stick(tmp_path / "E", "cpu")
 
 
 @pytest.mark.slow
