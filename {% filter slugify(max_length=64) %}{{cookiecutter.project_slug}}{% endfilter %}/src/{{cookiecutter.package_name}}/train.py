@@ -434,10 +434,12 @@ def fit(run: Run) -> RunResult:
             run.keep_points(epoch, trained.points)
             run.epochs_done = epoch + 1
             if not cfg.dry_run:
-                improved = val_accuracy > run.best_accuracy
-                run.best_accuracy = max(run.best_accuracy, val_accuracy)
+                # best.pt: the best validation accuracy so far, a tie going to the lower loss
+                # (a small validation set is often 100 % right after a few epochs).
+                best = max(run.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
+                run.best_accuracy = best["val_accuracy"]
                 save_checkpoint(run, run.last_path)  # every epoch: what --resume continues
-                if improved:  # the best validation accuracy so far: what evaluate loads
+                if best is run.history[-1]:  # what evaluate, export and draw load
                     save_checkpoint(run, run.out / BEST)
                 write_metrics_and_curves(run)  # metrics.csv/json, curves.png, compare.png
             # Printed only once saved: a console closed meanwhile must not cost the epoch.
