@@ -412,6 +412,9 @@ def fit(run: Run) -> RunResult:
             )
             if not finite(trained.loss) or not finite(val_loss):  # the NaN guard, per epoch
                 raise diverged_at(run, epoch, trained.batches)
+            last_step = epoch * run.steps_per_epoch + trained.batches - 1
+            # The whole epoch's time: training (before and after a resume) and validation.
+            seconds = trained.seconds_before + time.perf_counter() - trained.started
             run.history.append(
                 {
                     "epoch": epoch + 1,
@@ -419,15 +422,8 @@ def fit(run: Run) -> RunResult:
                     "train_accuracy": trained.accuracy,
                     "val_loss": val_loss,
                     "val_accuracy": val_accuracy,
-                    "lr": get_lr(
-                        epoch * run.steps_per_epoch + trained.batches - 1,
-                        run.total_steps,
-                        cfg.peak_lr,
-                    ),
-                    # the whole epoch: training (before and after a resume) and validation
-                    "seconds": round(
-                        trained.seconds_before + time.perf_counter() - trained.started, 3
-                    ),
+                    "lr": get_lr(last_step, run.total_steps, cfg.peak_lr),
+                    "seconds": round(seconds, 3),
                     "samples_per_s": round(trained.samples / max(trained.seconds, 1e-9), 1),
                 }
             )
@@ -462,14 +458,21 @@ def load_best(run: Run) -> str:
     if run.cfg.dry_run:
         return ""
     best = run.out / BEST
-    try:  # TORCHRUN: the first process reads the file, every process gets its weights
-        saved = distributed.same_on_all(lambda: best.exists() and checkpoints.Checkpoint.load(best))
-    except checkpoints.CheckpointError as error:
-        raise TrainError(str(error)) from error
-    if not saved:  # no epoch's validation accuracy was a number (NaN is never "better")
+    saved = distributed.same_on_all(read_if_saved, best)  # TORCHRUN: read once, given to all
+    if saved is None:  # no epoch's validation accuracy was a number (NaN is never "better")
         return f"the model after epoch {run.epochs_done}: no {BEST} was written"
     checkpoints.restore_module(distributed.unwrapped(run.model), saved.model, best)
     return f"{BEST}: {saved.which_epoch(best)}; evaluate, export and draw load it"
+
+
+def read_if_saved(path: Path) -> checkpoints.Checkpoint | None:
+    """The checkpoint at ``path``, or None where there is none; one sentence if it is damaged."""
+    if not path.exists():
+        return None
+    try:
+        return checkpoints.Checkpoint.load(path)
+    except checkpoints.CheckpointError as error:
+        raise TrainError(str(error)) from error
 
 
 def finish(run: Run, test: tuple[float, float], tested: str) -> RunResult:

@@ -90,20 +90,20 @@ def _distort(digit: int, n: int, g: torch.Generator) -> torch.Tensor:
     points = segs.reshape(1, -1, 2).expand(n, -1, -1).clone()  # (n, 2S, 2)
     # Wobbly strokes: each end point moves a little (shared points move independently, which
     # also opens small gaps as in real handwriting).
-    points += torch.randn(points.shape, generator=g) * 0.9
+    points += torch.randn(points.shape, generator=g) * 1.0
 
     def uniform(lo: float, hi: float) -> torch.Tensor:
         return torch.empty(n).uniform_(lo, hi, generator=g)
 
     angle = uniform(-0.35, 0.35)  # about +-20 degrees
     shear = uniform(-0.45, 0.45)  # slant
-    sx, sy = uniform(0.7, 1.2), uniform(0.75, 1.1)
+    sx, sy = uniform(0.65, 1.15), uniform(0.7, 1.0)  # a little smaller: margins stay
     cos, sin = angle.cos(), angle.sin()
     # matrix = rotation @ shear @ scale
     m00, m01 = sx * cos, sy * (cos * shear - sin)
     m10, m11 = sx * sin, sy * (sin * shear + cos)
     matrix = torch.stack([torch.stack([m00, m01], -1), torch.stack([m10, m11], -1)], -2)
-    shift = torch.stack([uniform(-2.5, 2.5), uniform(-2.5, 2.5)], -1)
+    shift = torch.stack([uniform(-2.2, 2.2), uniform(-2.2, 2.2)], -1)
     points = points @ matrix.transpose(1, 2) + shift[:, None, :]
     return points.reshape(n, -1, 2, 2)
 
