@@ -38,32 +38,23 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import data
-from .machinery import checkpoints, console, devices, distributed, output_lock, train_command
+from .machinery import (
+    checkpoints,
+    console,
+    devices,
+    distributed,
+    output_lock,
+    plots,
+    startup,
+    stopping,
+    train_command,
+)
 from .machinery.checkpoints import BEST, LAST, RUN_SETTINGS
 from .machinery.epoch_meter import EpochMeter, EpochTraining, Position
 from .machinery.optim import DEFAULT_MOMENTUM, DEFAULT_WEIGHT_DECAY, build_optimizer, clip_gradients
-from .machinery.plots import dataset_label, test_set_label
 from .machinery.ranks import is_main
 from .machinery.run_folders import write_metrics_and_curves
-from .machinery.startup import (
-    choose_device,
-    load_data,
-    output_folder,
-    print_header,
-    restore,
-    resumed_settings,
-    run_folder,
-)
-from .machinery.stopping import (
-    Interrupted,
-    StopSignal,
-    TrainError,
-    ctrl_c_stops_gracefully,
-    diverged,
-    finite,
-    gpu_failures_explained,
-    what_is_kept,
-)
+from .machinery.stopping import Interrupted, StopSignal, TrainError, finite
 from .model import LeNet5, to_device
 
 EVAL_BATCH_SIZE = 1000
@@ -241,7 +232,7 @@ class Run:
 
     @property
     def title(self) -> str:
-        return f"LeNet-5 on {dataset_label(self.dataset.name)} - {self.option.describe()}"
+        return f"LeNet-5 on {plots.dataset_label(self.dataset.name)} - {self.option.describe()}"
 
     def keep_points(self, epoch: int, points: list[tuple[int, float, int, int]]) -> None:
         """Cumulative sums within ``epoch``; ``x`` is the epoch count at that batch (0.5: half of
@@ -254,7 +245,7 @@ class Run:
     def kept(self) -> str:
         """What a stopped run leaves behind, for its last message."""
         saved = self.last_path.exists() and not self.cfg.dry_run
-        return what_is_kept(self.last_path, self.epochs_done, saved)
+        return stopping.what_is_kept(self.last_path, self.epochs_done, saved)
 
 
 def setup(
@@ -329,7 +320,7 @@ def train_epoch(run: Run, epoch: int) -> EpochTraining:
 
 def diverged_at(run: Run, epoch: int, batch: int) -> TrainError:
     saved = run.epochs_done > 0 and not run.cfg.dry_run
-    return diverged(epoch, batch, run.last_path, run.epochs_done, saved, run.cfg.peak_lr)
+    return stopping.diverged(epoch, batch, run.last_path, run.epochs_done, saved, run.cfg.peak_lr)
 
 
 def stop_inside_epoch(run: Run, epoch: int, sums: EpochMeter, next_batch: int) -> None:
@@ -404,7 +395,9 @@ def fit(run: Run) -> RunResult:
     that evaluate will load (best.pt) on the test set, once."""
     cfg = run.cfg
     # CTRL+C saves and stops; a GPU that cannot run an operator stops with one sentence.
-    with ctrl_c_stops_gracefully(run.stop, run.kept), gpu_failures_explained(run.option, run.kept):
+    ctrl_c = stopping.ctrl_c_stops_gracefully(run.stop, run.kept)
+    gpu_failure = stopping.gpu_failures_explained(run.option, run.kept)
+    with ctrl_c, gpu_failure:
         for epoch in range(run.epochs_done, run.epochs):
             trained = train_epoch(run, epoch)
             val_loss, val_accuracy = evaluate_split(
@@ -479,9 +472,10 @@ def finish(run: Run, test: tuple[float, float], tested: str) -> RunResult:
     """Print the test result, write the final metrics, list the output files."""
     test_loss, test_accuracy = test
     images = len(run.dataset.test)
+    test_set = plots.test_set_label(run.dataset.name)
     console.say(
-        f"test accuracy {100 * test_accuracy:.2f}% on the {test_set_label(run.dataset.name)} "
-        f"({images} images), loss {test_loss:.4f}"
+        f"test accuracy {100 * test_accuracy:.2f}% on the {test_set} ({images} images), "
+        f"loss {test_loss:.4f}"
     )
     if tested:
         console.say(f"          ({tested})")
@@ -522,18 +516,18 @@ def train(
     """Run training as ``cfg`` says. Raises TrainError (and its subclasses) with a message for
     the user. ``discovery`` and ``dataset`` replace device discovery and loading
     ``cfg.dataset`` (tests pass small ones); ``explicit`` names the options the user typed."""
-    option, found = choose_device(cfg.device, discovery)
+    option, found = startup.choose_device(cfg.device, discovery)
     with distributed.processes(option) as option:  # TORCHRUN: join the other processes
         chosen = cfg.output_dir is not None  # a refusal names --output-dir only if it was typed
-        cfg = run_folder(cfg)  # runs/<time>_<what differs>/, or the latest run for --resume
-        with output_folder(cfg, chosen):  # one run at a time per run folder
-            cfg, checkpoint = resumed_settings(cfg, explicit)  # RESUME: the saved settings
+        cfg = startup.run_folder(cfg)  # runs/<time>_<what differs>/, or the latest for --resume
+        with startup.output_folder(cfg, chosen):  # one run at a time per run folder
+            cfg, checkpoint = startup.resumed_settings(cfg, explicit)  # RESUME: saved settings
             if dataset is None:
-                dataset = load_data(cfg.dataset, cfg.data_dir)
+                dataset = startup.load_data(cfg.dataset, cfg.data_dir)
             run = setup(cfg, option, dataset, stop or distributed.stop_signal())
             if checkpoint is not None:
-                restore(run, checkpoint)  # RESUME: weights, optimizer, shuffle, history, position
-            print_header(run, found, resumed=checkpoint is not None)
+                startup.restore(run, checkpoint)  # RESUME: weights, optimizer, shuffle, history
+            startup.print_header(run, found, resumed=checkpoint is not None)
             return fit(run)
 
 

@@ -95,8 +95,8 @@ def _distort(digit: int, n: int, g: torch.Generator) -> torch.Tensor:
     def uniform(lo: float, hi: float) -> torch.Tensor:
         return torch.empty(n).uniform_(lo, hi, generator=g)
 
-    angle = uniform(-0.35, 0.35)  # about +-20 degrees
-    shear = uniform(-0.45, 0.45)  # slant
+    angle = uniform(-0.3, 0.3)  # about +-17 degrees
+    shear = uniform(-0.4, 0.4)  # slant
     sx, sy = uniform(0.65, 1.15), uniform(0.7, 1.0)  # a little smaller: margins stay
     cos, sin = angle.cos(), angle.sin()
     # matrix = rotation @ shear @ scale

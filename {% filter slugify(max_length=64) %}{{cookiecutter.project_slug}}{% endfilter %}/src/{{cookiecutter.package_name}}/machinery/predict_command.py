@@ -20,6 +20,7 @@ from .cli import (
     add_checkpoint_option,
     add_device_option,
     add_output_dir_option,
+    add_runtime_option,
     command,
     command_parser,
     write_err,
@@ -92,13 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_dir_option(parser)
     add_checkpoint_option(parser)
     add_device_option(parser, "run the model on", "used with --runtime torch")
-    parser.add_argument(
-        "--runtime",
-        choices=("torch", "onnx"),
-        default="torch",
-        help="torch: the checkpoint; onnx: the exported model.onnx beside it (or --checkpoint "
-        "FILE.onnx), run by ONNX Runtime",
-    )
+    add_runtime_option(parser)
     return parser
 
 
