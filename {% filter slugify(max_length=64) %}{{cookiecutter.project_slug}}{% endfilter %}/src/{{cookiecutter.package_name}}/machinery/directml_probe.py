@@ -160,8 +160,8 @@ def directml_missing_reason(
             return f"torch-directml is not installed (pip install {DIRECTML_PIP})"
         # Another environment of the project (cpu, for one): DirectML has its own.
         return (
-            f"torch-directml is not installed in this environment (torch {installed}); the "
-            "project's directml environment has it"
+            f"torch-directml is not installed here (torch {installed}): the project's directml "
+            "environment has it"
         )
     if accelerator:
         return f"torch-directml is not installed; a {accelerator} project does not use it"
