@@ -12,7 +12,7 @@ import pytest
 # The first-run steps, numbered so that they sort first and in order (PyCharm sorts by name).
 RUN_CONFIGURATIONS = {
     "1. Verify install": ("verify_install", "--cpu-fallback-ok"),  # a CPU fallback is no failure
-    "2. Train (synthetic digits)": ("train", "--dataset synthetic"),
+    "2. Train (synthetic digits)": ("train", "--dataset synthetic --epochs 1"),
     "3. Train": ("train", ""),
     "4. Evaluate": ("evaluate", ""),
     "5. Draw a digit": ("draw", ""),

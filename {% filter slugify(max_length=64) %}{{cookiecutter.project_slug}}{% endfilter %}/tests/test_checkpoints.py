@@ -198,6 +198,15 @@ def test_a_checkpoint_reads_back_as_it_was_saved(tmp_path):
     assert loaded.which_epoch(tmp_path / "last.pt") == "the model after epoch 3 of 5"
 
 
+def test_what_train_saves_is_every_entry_of_the_format(trained_run):
+    """train.py writes its checkpoints itself (torch.save on screen): every entry that
+    evaluate, export, draw and --resume read is there, of the right kind."""
+    for name in ("last.pt", "best.pt"):
+        saved = checkpoints.Checkpoint.load(trained_run / name)
+        assert saved.missing == (), (name, saved.missing)
+        assert saved.model_class == "LeNet5" and saved.config["dataset"] == "synthetic"
+
+
 def test_entries_an_older_or_edited_file_lacks_are_named_and_never_raise(tmp_path):
     """Entries of the wrong type count as missing: the readers need no checks of their own."""
     state = {"model": LeNet5().state_dict(), "config": "mnist", "epochs_done": True}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 
 import pytest
 
@@ -237,7 +238,9 @@ def test_evaluate_reads_the_test_files_from_where_the_run_trained(
     args = ("--data-dir", str(handed_round), "--epochs", "2", "--batch-size", "50")
     code, text, err = run_train(capsys, *args, "--output-dir", out)
     assert code == 0, err
-    assert "(the model after epoch 2, as in last.pt; evaluate uses best.pt" in text
+    # One test accuracy per run: train tests the model evaluate loads (best.pt), so both agree.
+    assert "(best.pt: the model after epoch" in text and "evaluate, export and draw load it" in text
+    trained = re.search(r"test accuracy (\d+\.\d\d)%", text).group(1)
     for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"):
         (handed_round / name).unlink()  # evaluation needs the test set alone
 
@@ -245,6 +248,7 @@ def test_evaluate_reads_the_test_files_from_where_the_run_trained(
     text = capsys.readouterr().out
     assert f"MNIST test set from {handed_round}" in text
     assert "best.pt (the model after epoch" in text and "best validation accuracy" in text
+    assert f"Test accuracy: {trained}%" in text
 
 
 def test_evaluate_without_a_checkpoint_says_to_train_first(capsys, cpu_only, tmp_path):

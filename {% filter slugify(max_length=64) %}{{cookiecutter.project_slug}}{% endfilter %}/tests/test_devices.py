@@ -87,7 +87,19 @@ def test_a_mac_in_a_directml_project_is_not_told_to_pip_install_torch_directml(m
     assert reason.startswith("torch-directml is not installed: it has builds only for Windows")
     assert "pip install" not in reason
     monkeypatch.setattr(dml_probe, "directml_has_wheels", lambda: True)
-    assert "pip install torch-directml==" in dml_probe.directml_missing_reason("directml")
+    assert "pip install torch-directml==" in dml_probe.directml_missing_reason("directml", "2.4.1")
+
+
+@pytest.mark.parametrize("torch_version", ["2.14.1", "2.14.1+cpu", "2.4.0"])
+def test_an_environment_with_another_torch_is_not_told_to_pip_install_torch_directml(
+    monkeypatch, torch_version
+):
+    """The cpu environment of a directml project: pip install torch-directml there would put
+    torch 2.4.1 back in place of its torch. The reason points at the directml environment."""
+    monkeypatch.setattr(dml_probe, "directml_has_wheels", lambda: True)
+    reason = dml_probe.directml_missing_reason("directml", torch_version)
+    assert "pip install" not in reason and "directml environment" in reason, reason
+    assert torch_version.split("+")[0] in reason
 
 
 LIBD3D12 = OSError("libd3d12.so: cannot open shared object file: No such file or directory")

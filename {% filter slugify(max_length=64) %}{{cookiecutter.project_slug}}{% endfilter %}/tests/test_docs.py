@@ -209,7 +209,7 @@ def first_run_steps() -> list:
     and the terminal command."""
     steps = [
         f"python -m {PACKAGE}.verify_install",
-        f"python -m {PACKAGE}.train --dataset synthetic",
+        f"python -m {PACKAGE}.train --dataset synthetic --epochs 1",
         f"python -m {PACKAGE}.train",
         f"python -m {PACKAGE}.evaluate",
         f"python -m {PACKAGE}.draw",

@@ -128,7 +128,11 @@ def test_test_digits_drawn_large_and_off_centre_are_read_back_only_when_prepared
         prepared_right += answer["prepared"]["digit"] == label
         as_drawn_right += answer["as_drawn"]["digit"] == label
 
-    assert prepared_right >= 0.85 * count
+    # "About as well as the originals", measured: the tiny run's model misses some of the
+    # (deliberately hard) synthetic test digits themselves, at 28x28.
+    originals = reader.probabilities(tiny_dataset.test.images[:count]).argmax(dim=1)
+    originals_right = int((originals == tiny_dataset.test.labels[:count]).sum())
+    assert prepared_right >= originals_right - 0.1 * count, (prepared_right, originals_right)
     assert as_drawn_right <= prepared_right - 0.3 * count
 
 

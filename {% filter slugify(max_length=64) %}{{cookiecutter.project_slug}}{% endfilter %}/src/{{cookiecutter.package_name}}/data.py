@@ -184,7 +184,7 @@ def load_synthetic(
     train, val = split_off_validation(full.images, full.labels, val_size)
     test = synthetic_test_digits(test_size, seed)
     description = (
-        f"{SYNTHETIC_LABEL}, seed {seed}: "
+        f"{SYNTHETIC_LABEL}, data seed {seed}: "
         f"{len(train)} train / {len(val)} validation / {len(test)} test"
     )
     return Dataset("synthetic", description, train, val, test)
@@ -236,7 +236,7 @@ def load_test_split(name: str, data_dir: Path = Path("data")) -> tuple[AnySplit,
         return test, f"MNIST test set from {mnist.mnist_raw_folder(Path(data_dir))}"
     if name == "synthetic":
         test = synthetic_test_digits()
-        return test, f"{SYNTHETIC_LABEL}, seed {synthetic.SEED}: {len(test)} test"
+        return test, f"{SYNTHETIC_LABEL}, data seed {synthetic.SEED}: {len(test)} test"
     raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
 
 

@@ -29,6 +29,7 @@ from .machinery.cli import (
     add_checkpoint_option,
     add_device_option,
     add_output_dir_option,
+    add_runtime_option,
     command_parser,
 )
 from .machinery.command_entry import command
@@ -248,13 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_dir_option(parser)
     add_checkpoint_option(parser)
     add_device_option(parser, "run the model on", "used with --runtime torch")
-    parser.add_argument(
-        "--runtime",
-        choices=("torch", "onnx"),
-        default="torch",
-        help="torch: the checkpoint; onnx: the exported model.onnx beside it (or --checkpoint "
-        "FILE.onnx), run by ONNX Runtime on the best execution provider",
-    )
+    add_runtime_option(parser)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     parser.add_argument(
         "--no-browser", action="store_true", help="print the address, do not open a browser"

@@ -1,5 +1,10 @@
 """Read digits with the exported model (model.onnx): ONNX Runtime and numpy, nothing else.
 
+From the command line, on pictures (your model reads them as the drawing page does):
+
+    python -m <package>.predict digit.png                  # the latest run's best.pt (torch)
+    python -m <package>.predict digit.png --runtime onnx   # its model.onnx (ONNX Runtime)
+
 Copy this file into your own program, install ``onnxruntime`` (``onnxruntime-directml`` on
 Windows for DirectML) and ``numpy``, then:
 
@@ -187,3 +192,13 @@ def _shape(dims) -> str:
 def _one_line(error: Exception) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+# python -m <package>.predict PICTURE: the project's command line (machinery/predict_command.py),
+# which needs torch and the project's models: imported only here (no import statement), so that
+# a copy of this file still needs nothing but onnxruntime and numpy.
+if __name__ == "__main__":
+    if not __package__:  # a copy, run as a script
+        raise SystemExit("This file is a module: `from predict import Model` in your program.")
+    command = __import__(f"{__package__}.machinery.predict_command", fromlist=["main"])
+    raise SystemExit(command.main())

@@ -1,9 +1,12 @@
 """Synthetic digits: strokes of 0-9 drawn with random handwriting-like distortions.
 
 Not MNIST, but close enough in look (white strokes on black, 20 px tall in a 28x28 image) that
-LeNet-5 learns them the same way: for offline machines, quick demos and tests. Each digit is a
-few polylines; every copy is rotated, slanted, scaled, shifted and wobbled, then drawn with an
-anti-aliased pen whose width and ink vary. Vectorised: a batch of images per digit at once.
+LeNet-5 learns them the same way: for offline machines, quick demos and tests. The distortions
+are strong enough that one epoch of the default recipe reaches about 96-97 % on the held-out
+test digits, not 99.6 %: a change to the model or the settings then shows in the numbers.
+Each digit is a few polylines; every copy is rotated, slanted, scaled, shifted and wobbled,
+then drawn with an anti-aliased pen whose width and ink vary. Vectorised: a batch of images
+per digit at once.
 """
 
 from __future__ import annotations
@@ -87,20 +90,20 @@ def _distort(digit: int, n: int, g: torch.Generator) -> torch.Tensor:
     points = segs.reshape(1, -1, 2).expand(n, -1, -1).clone()  # (n, 2S, 2)
     # Wobbly strokes: each end point moves a little (shared points move independently, which
     # also opens small gaps as in real handwriting).
-    points += torch.randn(points.shape, generator=g) * 0.5
+    points += torch.randn(points.shape, generator=g) * 1.0
 
     def uniform(lo: float, hi: float) -> torch.Tensor:
         return torch.empty(n).uniform_(lo, hi, generator=g)
 
-    angle = uniform(-0.26, 0.26)  # about +-15 degrees
-    shear = uniform(-0.35, 0.35)  # slant
-    sx, sy = uniform(0.75, 1.15), uniform(0.8, 1.1)
+    angle = uniform(-0.3, 0.3)  # about +-17 degrees
+    shear = uniform(-0.4, 0.4)  # slant
+    sx, sy = uniform(0.65, 1.15), uniform(0.7, 1.0)  # a little smaller: margins stay
     cos, sin = angle.cos(), angle.sin()
     # matrix = rotation @ shear @ scale
     m00, m01 = sx * cos, sy * (cos * shear - sin)
     m10, m11 = sx * sin, sy * (sin * shear + cos)
     matrix = torch.stack([torch.stack([m00, m01], -1), torch.stack([m10, m11], -1)], -2)
-    shift = torch.stack([uniform(-2.0, 2.0), uniform(-2.0, 2.0)], -1)
+    shift = torch.stack([uniform(-2.2, 2.2), uniform(-2.2, 2.2)], -1)
     points = points @ matrix.transpose(1, 2) + shift[:, None, :]
     return points.reshape(n, -1, 2, 2)
 

@@ -21,7 +21,7 @@ import shutil
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import torch
 
@@ -32,6 +32,17 @@ LAST = "last.pt"  # written after every epoch (and on Ctrl+C): what --resume con
 BEST = "best.pt"  # the epoch with the best validation accuracy so far
 VERSION = 1
 NUM_OUTPUTS = 10  # LeNet-5's outputs: the digits, or up to ten classes of your own pictures
+# The settings a checkpoint keeps: everything that shapes the curve, which --resume takes back.
+RUN_SETTINGS = (
+    "epochs",
+    "batch_size",
+    "lr",
+    "optimizer",
+    "momentum",
+    "weight_decay",
+    "seed",
+    "dataset",
+)
 
 
 class CheckpointError(RuntimeError):
@@ -110,18 +121,27 @@ def _free_space(path: Path) -> str:
     return f"; {free / 2**20:.1f} MB free there: is the disk full?"
 
 
-def save_checkpoint(state: dict[str, Any], path: Path) -> None:
-    """Write ``state`` (state dicts, numbers, strings, lists) to ``path`` atomically."""
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A file to ``torch.save`` into: a temporary file beside ``path``, flushed to disk, then
+    renamed over ``path`` in one step. CheckpointWriteError when writing fails; the previous
+    file is then unchanged."""
     path = Path(path)
-    payload = {"format": FORMAT, "version": VERSION}
-    payload.update(to_cpu(state))
     try:
         with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-            torch.save(payload, handle)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
     except (OSError, RuntimeError) as error:  # RuntimeError: torch.save on a full disk
         raise CheckpointWriteError(_write_failure(path, error)) from error
+
+
+def save_checkpoint(state: dict[str, Any], path: Path) -> None:
+    """Write ``state`` (state dicts, numbers, strings, lists) to ``path`` atomically."""
+    payload = {"format": FORMAT, "version": VERSION}
+    payload.update(to_cpu(state))
+    with atomic_file(path) as handle:
+        torch.save(payload, handle)
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:

@@ -145,6 +145,17 @@ def add_checkpoint_option(parser: argparse.ArgumentParser) -> argparse.Action:
     )
 
 
+def add_runtime_option(parser: argparse.ArgumentParser) -> argparse.Action:
+    """--runtime of the commands that read digits (draw, predict): torch or ONNX Runtime."""
+    return parser.add_argument(
+        "--runtime",
+        choices=("torch", "onnx"),
+        default="torch",
+        help="torch: the checkpoint; onnx: the exported model.onnx beside it (or --checkpoint "
+        "FILE.onnx), run by ONNX Runtime on the best execution provider",
+    )
+
+
 def add_data_dir_option(
     parser: argparse.ArgumentParser, default: Path | None = Path("data")
 ) -> argparse.Action:

@@ -29,6 +29,7 @@ from .discovery import DeviceOption, Unavailable, one_line, smoke_test
 from .terminal_text import clean_name
 
 DIRECTML_PIP = "torch-directml==0.2.5.dev240914"
+TORCH_FOR_DIRECTML = "2.4.1"  # what torch-directml pins, for a project.json unread
 DIRECTML_PROBE_TIMEOUT_S = 120.0
 # Set to False to skip the child process (faster start, but a driver crash takes this process).
 ISOLATE_DIRECTML_PROBE = True
@@ -147,10 +148,14 @@ def directml_has_wheels(system: str | None = None, machine: str | None = None) -
     return system == "win32" or (system == "linux" and machine == "x86_64")
 
 
-def directml_missing_reason(accelerator: str | None = None) -> str:
-    """Why DirectML is absent, with the install only where the project's stack pins it and
-    torch-directml has wheels: in a cpu or cuda project torch-directml would replace the pinned
-    torch with 2.4.1, and on a Mac or an ARM machine pip finds none."""
+def directml_missing_reason(
+    accelerator: str | None = None, torch_version: str | None = None
+) -> str:
+    """Why DirectML is absent, with the install only where following it is right: in a
+    directml project, on a machine torch-directml has wheels for, and in an environment whose
+    torch is the one torch-directml pins. Elsewhere the install would do harm: in a cpu or
+    cuda project, or in a directml project's cpu environment, pip would replace the torch
+    there with 2.4.1; on a Mac or an ARM machine pip finds none."""
     if accelerator is None:
         accelerator = this_project.accelerator()  # "" when unknown: nothing about installing
     if accelerator == "directml" and not directml_has_wheels():
@@ -160,7 +165,15 @@ def directml_missing_reason(accelerator: str | None = None) -> str:
             f"x86_64, not for {system} {platform.machine()}"
         )
     if accelerator == "directml":
-        return f"torch-directml is not installed (pip install {DIRECTML_PIP})"
+        pinned = this_project.directml_torch() or TORCH_FOR_DIRECTML
+        installed = (torch_version or str(torch.__version__)).split("+")[0]
+        if installed == pinned:
+            return f"torch-directml is not installed (pip install {DIRECTML_PIP})"
+        # Another environment of the project (cpu, for one): DirectML has its own.
+        return (
+            f"torch-directml is not installed here (torch {installed}): the project's directml "
+            "environment has it"
+        )
     if accelerator:
         return f"torch-directml is not installed; a {accelerator} project does not use it"
     return "torch-directml is not installed"

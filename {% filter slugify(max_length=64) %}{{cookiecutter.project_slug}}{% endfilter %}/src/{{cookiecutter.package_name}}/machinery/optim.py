@@ -1,4 +1,4 @@
-"""Optimizers that stay on the GPU with DirectML, and the learning-rate schedule.
+"""Optimizers that stay on the GPU with DirectML (the schedule is ``get_lr`` in train.py).
 
 Build the optimizer once, after ``model.to(device)``: in torch 2.4.1 moving a model to a
 DirectML device creates new Parameter objects, so an optimizer built before the move would
@@ -14,7 +14,6 @@ import torch
 
 DEFAULT_MOMENTUM = 0.9
 DEFAULT_WEIGHT_DECAY = 5e-4
-WARMUP_FRACTION = 0.2
 
 
 class LerpFreeAdam(torch.optim.Optimizer):
@@ -124,20 +123,3 @@ def clip_gradients(parameters: Any, max_norm: float, device_type: str) -> None:
     """
     foreach = None if device_type in ("cuda", "xpu") else False
     torch.nn.utils.clip_grad_norm_(parameters, max_norm, foreach=foreach)
-
-
-def one_cycle_lr(step: int, total_steps: int, peak: float) -> float:
-    """Learning rate for ``step`` (0-based) of ``total_steps``: linear warm-up from peak/25
-    over the first 20 %, then cosine decay to peak/10^4. A pure function of the step, so a
-    resumed run continues on exactly the same schedule."""
-    warmup = max(1, int(round(WARMUP_FRACTION * total_steps)))
-    start, end = peak / 25.0, peak / 1e4
-    if step < warmup:
-        return start + (peak - start) * step / warmup
-    progress = min(1.0, (step - warmup) / max(1, total_steps - 1 - warmup))
-    return end + (peak - end) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
-    for group in optimizer.param_groups:
-        group["lr"] = lr  # a Python float: no device work

@@ -77,6 +77,12 @@ def dataset_label(name: str) -> str:
     return DATASET_LABELS.get(name, name)
 
 
+def test_set_label(name: str) -> str:
+    """The test set in words, for the line that gives a run's test accuracy."""
+    fixed = {"synthetic": "SYNTHETIC test digits (not MNIST)", "mnist": "MNIST test set"}
+    return fixed.get(name) or f"test part of {printable(dataset_label(name))}"
+
+
 # Errors below this (in %) are drawn on it, and its tick reads "none": a log axis has no
 # zero, and a stretch of batches without a single mistake is common late in a run.
 ERROR_FLOOR = 0.01

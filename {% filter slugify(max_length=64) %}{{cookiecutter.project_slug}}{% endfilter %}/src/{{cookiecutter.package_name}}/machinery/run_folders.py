@@ -12,6 +12,9 @@ folder names say what each run tried. "The latest run" is the one whose ``last.p
 written last: ``--resume`` continues it, and ``evaluate``, ``export`` and ``draw`` use its
 model (``find_checkpoint``) unless told otherwise.
 Folder names use no ``:`` (Windows forbids it) and sort by time.
+
+After each epoch a run writes its metrics and curves into its folder, and compare.png beside
+the runs before it (``write_metrics_and_curves``).
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import metrics, plots
-from .checkpoints import BEST, LAST
+from .checkpoints import BEST, LAST, RUN_SETTINGS
 from .cli import RUNS_DIR
+from .console import say
+from .ranks import is_main
+from .stopping import TrainError
 from .terminal_text import printable
 
 if TYPE_CHECKING:  # train.py imports this module
-    from ..train import TrainConfig
+    from ..train import Run, TrainConfig
 
 COMPARE_PNG = "compare.png"
 MAX_COMPARED = 6  # more lines than this are hard to tell apart in one picture
@@ -230,3 +236,44 @@ def compare(
     path = Path(runs_dir) / COMPARE_PNG
     plots.plot_comparison([(r.label, r.history, r.within) for r in found], path, title)
     return path
+
+
+# --------------------------------------------------------------------------------------------
+# What a run writes after each epoch besides its checkpoints
+
+
+def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> list[Path]:
+    """metrics.csv and metrics.json, then curves.png, then compare.png beside the runs before
+    it (only for a folder in --runs-dir). A picture that fails never stops the run: why is said
+    once, and the run goes on. A file that cannot be written stops it with one sentence."""
+    if not is_main():  # under torchrun the first process alone writes the run's files
+        return []
+    try:
+        within = metrics.within_epochs(run.points)
+        config = {n: getattr(run.cfg, n) for n in RUN_SETTINGS}
+        config["peak_lr"] = run.cfg.peak_lr  # what a run with the default lr used
+        extra = {**(extra or {}), "config": config, "within_epochs": within}
+        files = metrics.write_metrics(run.history, run.out, run.dataset.name, extra)
+    except OSError as error:
+        raise TrainError(f"{error} Training stopped; the last good checkpoint is kept.") from error
+    curves = run.out / plots.CURVES_PNG
+    drawn = plots.draw_safely(
+        lambda: plots.plot_curves(run.history, curves, run.title, within), curves
+    )
+    files += _drawn(run, drawn)
+    if run.out.resolve().parent == Path(run.cfg.runs_dir).resolve():
+        compare_png = run.out.parent / COMPARE_PNG
+        drawn = plots.draw_safely(lambda: compare(run.out.parent, say), compare_png)
+        shown = _drawn(run, drawn)
+        run.compared = shown[0] if shown else None
+    return files
+
+
+def _drawn(run: Run, drawn: Path | str | None) -> list[Path]:
+    """[the picture], or [] after saying (once per run and picture) why it was not drawn."""
+    if isinstance(drawn, str):
+        if drawn not in run.said:
+            run.said.add(drawn)
+            say(f"note: {drawn}")
+        return []
+    return [] if drawn is None else [drawn]

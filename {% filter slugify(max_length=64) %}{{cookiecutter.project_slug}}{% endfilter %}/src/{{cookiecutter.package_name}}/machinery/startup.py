@@ -1,8 +1,8 @@
 """Before a training run: its folder (a new one, or the latest for ``--resume``), the settings
 and checkpoint a resumed run continues with (checked, since a checkpoint may come from
 anywhere), the output folder held for the run, the device and the data. ``train.py`` calls
-these, then hands everything to a ``TrainingRun`` (``bookkeeping.py``), and prints the run's header
-(``print_header``).
+these, builds its ``Run``, puts a resumed run's state back into it (``restore``) and prints the
+run's header (``print_header``).
 """
 
 from __future__ import annotations
@@ -12,18 +12,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Sequence
 
+import torch
+
 from .. import data
 from ..datasets import folder, mnist
+from ..datasets.folder_split import split_change
 from . import checkpoints, devices, distributed, output_lock, run_folders, this_project
-from .bookkeeping import LAST, RUN_SETTINGS, TrainingRun
+from .checkpoints import LAST, RUN_SETTINGS
 from .cli import MAX_SEED
 from .console import say
+from .epoch_meter import Position
 from .optim import OPTIMIZERS
 from .ranks import current
 from .stopping import TrainError, finite
 
 if TYPE_CHECKING:  # train.py imports this module
-    from ..train import TrainConfig
+    from ..train import Run, TrainConfig
 
 
 def run_folder(cfg: TrainConfig) -> TrainConfig:
@@ -127,6 +131,39 @@ def _load(path: Path) -> checkpoints.Checkpoint:
     return checkpoint
 
 
+def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
+    """Put a checkpoint's state back into ``run``: the weights and the optimizer's state
+    (CPU tensors, copied into the model and optimizer already on the device), the shuffling
+    generator, the history and where a stopped run stands inside its epoch. The same curve
+    then continues, exactly."""
+    try:
+        model = distributed.unwrapped(run.model)
+        checkpoints.restore_module(model, checkpoint.model, run.last_path)
+    except checkpoints.CheckpointError as error:
+        raise TrainError(
+            f"{error} It cannot be resumed: start a new run without --resume, or in "
+            "another --output-dir."
+        ) from error
+    try:
+        run.optimizer.load_state_dict(checkpoint.optimizer)
+        run.generator.set_state(checkpoint.rng["generator"])
+        torch.set_rng_state(checkpoint.rng["torch"])
+        run.history = list(checkpoint.history)
+        run.points = list(checkpoint.points)  # older checkpoints have none
+        run.best_accuracy = float(checkpoint.best_val_accuracy)
+        run.epochs_done = checkpoint.epochs_done
+        where = checkpoint.position
+        run.position = None if where is None else Position(**where)
+    except Exception as error:
+        raise TrainError(f"{run.last_path} cannot be resumed: {devices.one_line(error)}") from error
+    change = split_change(checkpoint.data_split, run.dataset.split)
+    if change is not None:
+        raise TrainError(
+            f"{run.last_path} cannot be resumed: {change.sentence} Start a new run without "
+            "--resume."
+        )
+
+
 def output_folder(cfg: TrainConfig, chosen: bool = True) -> ContextManager[None]:
     """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
     which writes no file. ``chosen``: the user typed --output-dir. Under torchrun rank 0 holds
@@ -182,7 +219,7 @@ def project_accelerator() -> str:
     return this_project.accelerator()
 
 
-def print_header(run: TrainingRun, found: devices.Discovery, resumed: bool) -> None:
+def print_header(run: Run, found: devices.Discovery, resumed: bool) -> None:
     """What a run prints before its first epoch: the device, the data, the settings, where
     it writes, and what a resumed run continues."""
     cfg, out, last = run.cfg, run.out, run.last_path

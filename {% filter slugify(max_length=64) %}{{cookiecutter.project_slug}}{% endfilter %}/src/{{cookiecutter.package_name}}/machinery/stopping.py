@@ -121,3 +121,29 @@ def ctrl_c_stops_gracefully(stop: StopSignal, kept: Callable[[], str]) -> Iterat
 
 def finite(value: float) -> bool:
     return not (math.isnan(value) or math.isinf(value))
+
+
+def what_is_kept(last_path: Any, epochs_done: int, saved: bool) -> str:
+    """What a stopped run leaves behind, for its last message."""
+    if saved:
+        return (
+            f"The last checkpoint ({last_path}, epoch {epochs_done}) is kept; "
+            "--resume continues from it."
+        )
+    return "Nothing was saved."
+
+
+def diverged(
+    epoch: int, batch: int, last_path: Any, epochs_done: int, saved: bool, lr: float
+) -> TrainingDiverged:
+    """The NaN guard's error: where the loss stopped being a number, what is kept, what to
+    try. ``saved``: whether a checkpoint of a good epoch exists (not in a dry run)."""
+    kept = (
+        f"The last good checkpoint ({last_path}, epoch {epochs_done}) is kept."
+        if saved
+        else "No checkpoint was written."
+    )
+    return TrainingDiverged(
+        f"The loss became NaN or infinite in epoch {epoch + 1} (by batch {batch}): training "
+        f"diverged and was stopped. {kept} Try a lower --lr (now {lr:g})."
+    )

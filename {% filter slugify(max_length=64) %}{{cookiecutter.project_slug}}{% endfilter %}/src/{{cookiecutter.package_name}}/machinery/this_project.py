@@ -31,6 +31,11 @@ def accelerator() -> str:
     return str(_answer("accelerator", ""))
 
 
+def directml_torch() -> str:
+    """The torch version torch-directml pins ("2.4.1"); "" when unknown."""
+    return str(_answer("directml_torch", ""))
+
+
 def rocm_gfx_targets() -> frozenset[str]:
     """The gfx targets (gfx1100...) the pinned ROCm build for Windows runs; the doctor
     recommends a GPU by the same list."""

@@ -17,7 +17,6 @@ from .. import data
 from ..datasets import folder
 from ..datasets.folder import FolderUnavailable
 from . import distributed
-from .bookkeeping import DRY_RUN_BATCHES
 from .cli import (
     add_data_dir_option,
     add_device_option,
@@ -98,7 +97,9 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "the latest run in runs/ (or in --runs-dir)",
     },
     "dry_run": {
-        "help": f"run {DRY_RUN_BATCHES} training batches and a quick evaluation, save nothing"
+        "help": lambda defaults: (
+            f"run {defaults.DRY_RUN_BATCHES} training batches and a quick evaluation, save nothing"
+        )
     },
     "log_interval": {
         "type": positive_int,
