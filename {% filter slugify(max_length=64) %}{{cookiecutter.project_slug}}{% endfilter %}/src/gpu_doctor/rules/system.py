@@ -135,8 +135,9 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
                 "OS",
                 FAIL,
                 "This Python is ARM64; torch-directml publishes win_amd64 wheels only.",
-                "Install the x64 (AMD64) Python from python.org; Windows on ARM runs it "
-                "emulated. Then recreate the environment with it.",
+                "On Windows on ARM the cpu environment trains natively on this Python (3.11 to "
+                "3.13). For DirectML (experimental there), install the x64 (AMD64) Python from "
+                "python.org, which Windows runs emulated, and recreate the environment with it.",
                 code="OS-ARM64-PYTHON",
             )
         )
