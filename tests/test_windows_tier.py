@@ -274,6 +274,22 @@ def test_without_dxgi_the_gpu_line_says_it_could_not_list_never_no_gpu(
     assert "No display adapter" not in result.stdout
 
 
+def test_the_doctor_reads_the_machine_and_the_python_apart_through_iswow64process2(
+    winpy, bake_once
+):
+    """Wine's x64 prefix: IsWow64Process2 answers for the machine, sysconfig for the Python,
+    and an x64 Python on an x64 machine is not called emulated."""
+    project = bake_once().path
+    code = (
+        "from gpu_doctor import os_info; info = os_info.detect(); "
+        "print(info.native_machine, info.interpreter_platform, info.emulated)"
+    )
+    result = run_in(winpy, project, "-c", code, timeout=BAKE_TIMEOUT)
+
+    assert result.returncode == 0, result.output
+    assert result.stdout.split() == ["AMD64", "win-amd64", "False"]
+
+
 # ---------------------------------------------------------------- the Windows PyTorch stack
 
 

@@ -30,7 +30,7 @@ def _python_rules(facts: Facts) -> list[Finding]:
 
 
 def _os_rules(facts: Facts) -> list[Finding]:
-    return [] if facts.os is None else system.check_os(facts.project, facts.os)
+    return [] if facts.os is None else system.check_os(facts.project, facts.os, facts.python)
 
 
 def _gpu_rules(facts: Facts) -> list[Finding]:

@@ -1,4 +1,5 @@
-"""Which operating system runs this Python: Windows build, WSL 1 or 2, Linux, macOS.
+"""Which operating system runs this Python: Windows build, WSL 1 or 2, Linux, macOS; on Windows
+also the machine's own architecture beside this Python's, which differ under emulation.
 
 Standard library only. ``detect()`` takes every input as an argument so tests can describe any
 machine: a Windows build, a WSL2 kernel string, a file tree with /dev/dxg in a temporary folder.
@@ -6,13 +7,15 @@ machine: a Windows build, a WSL2 kernel string, a file tree with /dev/dxg in a t
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import re
 import sys
+import sysconfig
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from .bounded import run_command
 from .safe_text import clean_name
@@ -22,21 +25,41 @@ WSL_D3D12 = "usr/lib/wsl/lib/libd3d12.so"  # Direct3D 12 for Linux, shared in fr
 WINDOWS_11_BUILD = 22000
 DIRECTML_MIN_BUILD = 16299  # Windows 10 1709
 
+# IMAGE_FILE_MACHINE_* values IsWow64Process2 reports for the machine itself.
+IMAGE_FILE_MACHINES = {0xAA64: "ARM64", 0x8664: "AMD64", 0x014C: "x86"}
+# sysconfig.get_platform() of a Windows Python: what it was built for, so what pip installs.
+INTERPRETER_ARCHITECTURES = {"win-arm64": "ARM64", "win-amd64": "AMD64", "win32": "x86"}
+ARCHITECTURE_NAMES = {"AMD64": "x64"}  # what Windows' own settings call it
+
 
 @dataclass(frozen=True)
 class OsInfo:
     system: str  # platform.system(): "Windows", "Linux", "Darwin", ...
     release: str
     version: str
-    machine: str  # this interpreter's architecture as the OS reports it: AMD64, x86_64, arm64
+    # platform.machine(): AMD64, x86_64, arm64. Under x64 emulation on Windows ARM64 it names
+    # either architecture, by Python version (cpython #98962): see python_architecture.
+    machine: str
     windows_build: int | None = None  # on Windows, in WSL1, or asked from WSL2 via cmd.exe
     wsl: int = 0  # 0 when not in WSL, else 1 or 2
     dxg: bool = False
     d3d12: bool = False
+    # Windows only, "" when unknown: the machine's own architecture (IsWow64Process2), and
+    # sysconfig.get_platform() of this Python ("win-arm64", "win-amd64", "win32").
+    native_machine: str = ""
+    interpreter_platform: str = ""
 
     def __post_init__(self) -> None:
         # platform's strings come from the system (uname, the registry): no NULs past here.
-        for name in ("system", "release", "version", "machine"):
+        texts = (
+            "system",
+            "release",
+            "version",
+            "machine",
+            "native_machine",
+            "interpreter_platform",
+        )
+        for name in texts:
             object.__setattr__(self, name, clean_name(getattr(self, name)))
 
     @property
@@ -51,14 +74,38 @@ class OsInfo:
     def is_linux(self) -> bool:
         return self.system == "Linux"
 
+    @property
+    def python_architecture(self) -> str:
+        """What this Python was built for: "ARM64", "AMD64", "x86"; platform.machine() when
+        sysconfig did not say (platform.machine() can name the machine under emulation)."""
+        return INTERPRETER_ARCHITECTURES.get(self.interpreter_platform.lower(), self.machine)
+
+    @property
+    def arm64_python(self) -> bool:
+        return self.python_architecture.upper() in ("ARM64", "AARCH64")
+
+    @property
+    def emulated(self) -> bool:
+        """An x64 (or x86) Python that Windows on ARM translates as it runs."""
+        return self.is_windows and self.native_machine == "ARM64" and not self.arm64_python
+
+    def _windows_architecture(self) -> str:
+        python = self.python_architecture
+        if not self.native_machine or self.native_machine.upper() == python.upper():
+            return self.machine
+        names = [ARCHITECTURE_NAMES.get(arch, arch) for arch in (self.native_machine, python)]
+        emulation = " under emulation" if self.emulated else ""
+        return f"{names[0]} machine, {names[1]} Python{emulation}"
+
     def describe(self) -> str:
         if self.is_windows:
+            architecture = self._windows_architecture()
             if self.windows_build is None:
-                return f"Windows {self.release} ({self.machine})"
+                return f"Windows {self.release} ({architecture})"
             name = "Windows 11" if self.windows_build >= WINDOWS_11_BUILD else "Windows 10"
             if self.windows_build < 10240:
                 name = f"Windows {self.release}"
-            return f"{name} build {self.windows_build} ({self.machine})"
+            return f"{name} build {self.windows_build} ({architecture})"
         if self.is_macos:
             return f"macOS {self.version or self.release} ({self.machine})"
         if self.wsl:
@@ -109,6 +156,40 @@ def _windows_build() -> int | None:
     return build_from_version(platform.version())
 
 
+def windows_native_machine(kernel32: Any = None) -> str:
+    """The machine's own architecture ("ARM64", "AMD64", "x86") from IsWow64Process2, whatever
+    this Python was built for; "" off Windows, before Windows 10 1709 (no such function) or
+    when the call fails. ``kernel32``: a stand-in for tests."""
+    if kernel32 is None:
+        if sys.platform != "win32":
+            return ""
+        try:
+            kernel32 = ctypes.WinDLL("kernel32")
+        except OSError:
+            return ""
+    try:
+        is_wow64_process2 = kernel32.IsWow64Process2
+        current_process = kernel32.GetCurrentProcess
+    except AttributeError:
+        return ""
+    current_process.restype = ctypes.c_void_p  # a pseudo-handle, pointer-sized
+    process, native = ctypes.c_ushort(0), ctypes.c_ushort(0)
+    try:
+        done = is_wow64_process2(
+            ctypes.c_void_p(current_process()), ctypes.pointer(process), ctypes.pointer(native)
+        )
+    except OSError:
+        return ""
+    if not done:
+        return ""
+    return IMAGE_FILE_MACHINES.get(native.value, f"0x{native.value:04X}")
+
+
+def interpreter_platform() -> str:
+    """sysconfig.get_platform() of this Python on Windows ("win-arm64"), else ""."""
+    return sysconfig.get_platform() if sys.platform == "win32" else ""
+
+
 def detect(
     system: str | None = None,
     release: str | None = None,
@@ -117,6 +198,8 @@ def detect(
     root: Path = Path("/"),
     environ: Mapping[str, str] | None = None,
     ask_windows_build: Callable[[], int | None] | None = None,
+    native_machine: str | None = None,
+    python_platform: str | None = None,
 ) -> OsInfo:
     """This machine, or the one the arguments describe (for tests)."""
     system = platform.system() if system is None else system
@@ -129,7 +212,17 @@ def detect(
             build = _windows_build()
         else:
             build = build_from_version(version)
-        return OsInfo(system, release, version, machine, windows_build=build)
+        return OsInfo(
+            system,
+            release,
+            version,
+            machine,
+            windows_build=build,
+            native_machine=windows_native_machine() if native_machine is None else native_machine,
+            interpreter_platform=(
+                interpreter_platform() if python_platform is None else python_platform
+            ),
+        )
     if system == "Darwin":
         if version is None:
             version = platform.mac_ver()[0]

@@ -3,11 +3,18 @@ paravirtualization, macOS (MPS) and the systems PyTorch has no wheels for."""
 
 from __future__ import annotations
 
+import sys
+
 from ..findings import FAIL, NO_ACTION, OK, WARN, Finding
 from ..nvidia import CUDA_STACKS
 from ..os_info import DIRECTML_MIN_BUILD, WINDOWS_11_BUILD, OsInfo
-from ..project import Project
+from ..project import Project, parse_version
 from .environment import OTHER_BEST
+
+# PyTorch's Windows ARM64 wheels: CPU builds on its CPU index, for these Pythons (pytorch #152109).
+ARM64_TORCH_PYTHONS = ((3, 11), (3, 13))
+# torch's macOS wheels are macosx_14_0_arm64 only since this release.
+MACOS_14_TORCH = (2, 12)
 
 CODES = {
     "OS-OK": "The operating system runs the active stack.",
@@ -17,8 +24,11 @@ CODES = {
     "OS-WINDOWS-BUILD-UNKNOWN": "The Windows build number could not be read.",
     "OS-WINDOWS-TOO-OLD": "Windows older than DirectML's minimum build.",
     "OS-ARM64-PYTHON": "An ARM64 Python on Windows: torch-directml has x64 wheels only.",
+    "OS-X64-PYTHON-EMULATED": "An x64 Python on a Windows ARM64 machine, running emulated.",
+    "OS-ARM64-NO-TORCH-WHEEL": "An ARM64 Python on Windows that PyTorch has no wheel for.",
     "OS-INTEL-MAC": "An Intel Mac (or x86_64 Python on a Mac): no current PyTorch wheels.",
     "OS-MACOS-MPS": "macOS: the project trains through MPS instead of its GPU stack.",
+    "OS-MACOS-TOO-OLD": "macOS older than the pinned torch's wheels need (14 for torch 2.12+).",
     "OS-UNSUPPORTED": "An operating system PyTorch publishes no wheels for.",
 }
 
@@ -34,12 +44,16 @@ def _fallback_on_linux(project: Project, machine: str) -> str:
     return "the CPU"
 
 
-def check_os(project: Project, info: OsInfo) -> list[Finding]:
-    """Windows build, WSL version and GPU paravirtualization, or which backend instead."""
+def check_os(
+    project: Project, info: OsInfo, python: tuple[int, ...] | None = None
+) -> list[Finding]:
+    """Windows build, WSL version and GPU paravirtualization, or which backend instead.
+    ``python``: the version of the Python that runs (default: this one)."""
     what = info.describe()
     directml = project.accelerator == "directml"
     if info.is_windows:
-        return _check_windows(project, info)
+        python = tuple(sys.version_info[:3]) if python is None else python
+        return _check_windows(project, info) + _check_windows_arm(project, info, python)
     if info.is_macos:
         return _check_macos(project, info)
     if info.wsl == 1:
@@ -122,18 +136,70 @@ def _check_windows(project: Project, info: OsInfo) -> list[Finding]:
                 brief=f"{what}: DirectML runs here.",
             )
         )
-    if project.accelerator == "directml" and info.machine.upper() in ("ARM64", "AARCH64"):
+    if project.accelerator == "directml" and info.arm64_python:
         findings.append(
             Finding(
                 "OS",
                 FAIL,
                 "This Python is ARM64; torch-directml publishes win_amd64 wheels only.",
-                "Install the x64 (AMD64) Python from python.org; Windows on ARM runs it "
-                "emulated. Then recreate the environment with it.",
+                "On Windows on ARM the cpu environment trains natively on this Python (3.11 to "
+                "3.13). For DirectML (experimental there), install the x64 (AMD64) Python from "
+                "python.org, which Windows runs emulated, and recreate the environment with it.",
                 code="OS-ARM64-PYTHON",
             )
         )
     return findings
+
+
+def _check_windows_arm(project: Project, info: OsInfo, python: tuple[int, ...]) -> list[Finding]:
+    """A Windows ARM64 machine: an emulated x64 Python, or an ARM64 one PyTorch has no wheel
+    for. (torch-directml on an ARM64 Python is OS-ARM64-PYTHON, in _check_windows.)"""
+    if info.emulated:
+        return [_emulated_python(project, info)]
+    if not info.arm64_python or project.accelerator == "directml":
+        return []
+    low, high = ARM64_TORCH_PYTHONS
+    if project.accelerator != "cpu":
+        reason = (
+            f"PyTorch publishes no {project.accelerator} build for Windows ARM64, only CPU "
+            "builds on its CPU index"
+        )
+        fix = "Create the cpu environment (environment-cpu.yml or requirements-cpu.txt) instead."
+    elif not low <= tuple(python[:2]) <= high:
+        reason = (
+            f"PyTorch publishes Windows ARM64 wheels for Python {_dotted(low)} to "
+            f"{_dotted(high)} only, and this is Python {_dotted(python[:2])}"
+        )
+        fix = (
+            f"Install the ARM64 Python {_dotted(high)} (python.org's Windows ARM64 installer, "
+            f"or `uv python install {_dotted(high)}`) and create the environment with it."
+        )
+    else:
+        return []
+    return [
+        Finding("OS", FAIL, f"{info.describe()}: {reason}.", fix, code="OS-ARM64-NO-TORCH-WHEEL")
+    ]
+
+
+def _emulated_python(project: Project, info: OsInfo) -> Finding:
+    low, high = ARM64_TORCH_PYTHONS
+    found = (
+        f"{info.describe()}: Windows translates every instruction of this Python as it runs, "
+        "so training is slower than it needs to be."
+    )
+    if project.accelerator == "directml":
+        found += " torch-directml has no ARM64 wheel: DirectML here runs only emulated."
+    fix = (
+        "Install the ARM64 Python (python.org's Windows ARM64 installer, or `uv python install "
+        f"{_dotted(high)}`, which picks ARM64 on this machine) and create the environment with "
+        "it. PyTorch publishes native Windows ARM64 CPU wheels on its CPU index for Python "
+        f"{_dotted(low)} to {_dotted(high)}: use the cpu environment."
+    )
+    return Finding("OS", WARN, found, fix, code="OS-X64-PYTHON-EMULATED")
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version)
 
 
 def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
@@ -191,8 +257,16 @@ def _check_wsl2(project: Project, info: OsInfo) -> list[Finding]:
     ]
 
 
+def _macos_minimum(project: Project) -> tuple[int, ...] | None:
+    """The macOS the pinned torch's wheels need, when it is newer than MPS's 12.3."""
+    torch = parse_version(project.pins.get("torch", ""))
+    return (14,) if torch >= MACOS_14_TORCH else None
+
+
 def _check_macos(project: Project, info: OsInfo) -> list[Finding]:
     what = info.describe()
+    minimum = _macos_minimum(project)
+    macos = parse_version(info.version)
     if info.machine.lower() not in ("arm64", "aarch64"):
         return [
             Finding(
@@ -204,6 +278,18 @@ def _check_macos(project: Project, info: OsInfo) -> list[Finding]:
                 "Miniforge) instead of an x86_64 one under Rosetta. On an Intel Mac, use Windows, "
                 "Linux or a hosted notebook instead.",
                 code="OS-INTEL-MAC",
+            )
+        ]
+    if minimum and macos and macos < minimum:
+        return [
+            Finding(
+                "OS",
+                FAIL,
+                f"{what}: torch {project.pins.get('torch', '')}'s macOS wheels need macOS "
+                f"{_dotted(minimum)} or later, so pip finds no torch for this Mac.",
+                f"Update macOS to {_dotted(minimum)} or later (System Settings > General > "
+                "Software Update), or use another machine.",
+                code="OS-MACOS-TOO-OLD",
             )
         ]
     if project.accelerator == "cpu":
@@ -221,7 +307,8 @@ def _check_macos(project: Project, info: OsInfo) -> list[Finding]:
             WARN,
             f"{what}: {'DirectML' if project.accelerator == 'directml' else 'CUDA'} does not "
             "exist on macOS; this project uses Apple's MPS backend (the Apple GPU) instead.",
-            "Nothing to install: PyPI's torch for macOS includes MPS (macOS 12.3 or later).",
+            "Nothing to install: PyPI's torch for macOS includes MPS (macOS "
+            f"{_dotted(minimum) if minimum else '12.3'} or later).",
             code="OS-MACOS-MPS",
             role=NO_ACTION,
         )
