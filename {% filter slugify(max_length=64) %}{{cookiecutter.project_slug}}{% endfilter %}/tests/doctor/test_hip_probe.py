@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gpu_doctor import amd_windows, gpu_windows
+from gpu_doctor import amd_windows, dxgi, envcheck
 from gpu_doctor.gpus import Gpu, GpuScan
 from gpu_doctor.os_info import OsInfo
 from gpu_doctor.project import load_project
-from gpu_doctor.rules import gpus as gpu_rules
 
 HIP_SUCCESS, HIP_ERROR_INVALID_VALUE, HIP_ERROR_NO_DEVICE = 0, 1, 100
 WINDOWS_11 = OsInfo("Windows", "10", "10.0.26100", "AMD64", windows_build=26100)
@@ -155,10 +154,10 @@ def test_no_device_from_the_hip_runtime_reads_as_what_it_means_and_what_to_do(
         amd_windows, "read_hip", lambda: read_hip([system32], Loader({"amdhip64_7.dll": hip}))
     )
     xtx = Gpu("AMD Radeon RX 7900 XTX", 0x1002, 0x744C, 24 * 2**30, source="DXGI")
-    monkeypatch.setattr(gpu_windows, "_scan", lambda timeout: GpuScan([xtx], "DXGI"))
+    monkeypatch.setattr(dxgi, "_scan", lambda timeout: GpuScan([xtx], "DXGI"))
 
-    scan = gpu_windows.scan()
-    findings = gpu_rules.check_gpus(load_project(), WINDOWS_11, scan)
+    scan = dxgi.scan()
+    findings = envcheck.gpu_findings(load_project(), WINDOWS_11, scan)
 
     (said,) = [f.found for f in findings if f.code == "GPU-QUERY-PARTLY-FAILED"]
     assert said == (

@@ -21,11 +21,9 @@ from .cli import (
     add_device_option,
     add_output_dir_option,
     add_runtime_option,
-    command,
     command_parser,
-    write_err,
-    write_out,
 )
+from .command_entry import command, write_err, write_out
 
 # Larger pictures are refused before their pixels are decoded: a phone's photo is about 12 M.
 MAX_PIXELS = 50_000_000
