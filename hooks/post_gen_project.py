@@ -303,8 +303,7 @@ def next_steps(answers: dict, project_dir: Path, best=None) -> str:
         "Next steps in a terminal:",
         # The check above, as every laptop in a room runs it first: nothing is installed yet.
         f"  cd {quoted(project_dir)}",
-        "  python src/gpu_doctor   (first, on every laptop, before anything is installed: it",
-        "                           names the environment that fits; this machine's is below)",
+        "  python src/gpu_doctor   (first, on any laptop: it names the environment that fits)",
         *environment_choice(answers, best),
     ]
     steps += environment_steps(answers, project_dir, best)

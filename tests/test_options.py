@@ -163,11 +163,13 @@ ALWAYS = {
     "tests/doctor/test_sysfs.py",
     "tests/doctor/test_dxgi.py",
     "tests/doctor/test_hidden_gpus.py",
+    "tests/doctor/test_hip_probe.py",
     "tests/doctor/test_nvidia_capability.py",
     "tests/doctor/test_os_info.py",
     "tests/doctor/test_recommend.py",
     "tests/doctor/test_report_format.py",
     "tests/doctor/test_verify_install.py",
+    "tests/doctor/test_windows_arm.py",
     "tests/test_checkpoints.py",
     "tests/test_cli.py",
     "tests/test_closed_console.py",
@@ -302,9 +304,14 @@ def assert_pinned_build(lines, name):
     index (--index-url, PyPI for the rest): no other index can supply that version."""
     stack = STACKS[name]
     tag = stack.get("local_version", "")
+    linux = stack.get("linux_build")  # directml: PyTorch's CPU build on Linux x86_64 (WSL2)
     for package, version in stack["pins"].items():
         built = tag if package in ("torch", "torchvision") else ""
-        if name == "cpu" and built:  # macOS wheels have no +cpu
+        if linux and package in ("torch", "torchvision"):
+            cpu = STACKS[linux["stack"]]
+            assert f"{package}=={version}{cpu['local_version']}; {linux['marker']}" in lines
+            assert f"{package}=={version}; {linux['other']}" in lines
+        elif name == "cpu" and built:  # macOS wheels have no +cpu
             assert f'{package}=={version}{built}; sys_platform != "darwin"' in lines
             assert f'{package}=={version}; sys_platform == "darwin"' in lines
         elif package in stack.get("markers", {}):  # only where it has wheels
@@ -312,6 +319,9 @@ def assert_pinned_build(lines, name):
         else:
             assert f"{package}=={version}{built}" in lines
     index = [line for line in lines if line.startswith("--")]
+    if linux:
+        assert index == [f"--extra-index-url {STACKS[linux['stack']]['index_url']}"]
+        return
     assert index == (
         [f"--index-url {stack['index_url']}", "--extra-index-url https://pypi.org/simple"]
         if stack["index_url"]

@@ -162,11 +162,12 @@ def test_the_refusal_is_coloured_only_on_a_terminal(tmp_path):
 
 
 def readme_terminal_lines(baked) -> set:
-    """Every line of the code blocks in the README's "In a terminal" section and in
-    docs/development.md (git and pre-commit), and the commands of docs/stacks.md's table of
-    environments (the steps for an environment that fits this machine better)."""
+    """Every line of the code blocks in the README's "First run" section (the doctor first,
+    then "In a terminal") and in docs/development.md (git and pre-commit), and the commands of
+    docs/stacks.md's table of environments (the steps for an environment that fits this
+    machine better)."""
     readme = baked.read("README.md")
-    section = readme.split("### In a terminal", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("## First run", 1)[1].split("\n## ", 1)[0]
     section += baked.read("docs/development.md")
     blocks = re.findall(r"```\n(.*?)```", section, re.S)
     lines = {line.strip() for block in blocks for line in block.splitlines() if line.strip()}
