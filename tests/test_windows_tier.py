@@ -151,7 +151,7 @@ def test_cookiecutter_bakes_on_windows_and_the_hook_reports_this_machine(
     assert_clean(result)
     assert project is not None and (project / "pyproject.toml").is_file()
     assert created_line(project) in result.stdout
-    os_line = re.search(r"^\s+ok\s+OS\s+(.*)$", result.stdout, re.MULTILINE)
+    os_line = re.search(r"^\s+\[(?:v|\u2713)\]\s+OS\s+(.*)$", result.stdout, re.MULTILINE)
     assert os_line and os_line.group(1).startswith("Windows 10 build 18362 (AMD64)")
     # The GPU line names the adapter that DXGI itself returns on this Windows.
     adapters = run_in(
@@ -163,7 +163,7 @@ def test_cookiecutter_bakes_on_windows_and_the_hook_reports_this_machine(
     )
     names = adapters.stdout.split("\n")
     assert adapters.returncode == 0 and names[0], adapters.output
-    gpu_line = re.search(r"^\s+ok\s+GPU\s+(.*)$", result.stdout, re.MULTILINE)
+    gpu_line = re.search(r"^\s+\[(?:v|\u2713)\]\s+GPU\s+(.*)$", result.stdout, re.MULTILINE)
     assert gpu_line and gpu_line.group(1).startswith(f"{names[0]} ("), result.stdout
 
 

@@ -25,7 +25,11 @@ import threading
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
+
+try:
+    import onnxruntime as ort
+except ModuleNotFoundError:  # `python -m ... predict` on the torch runtime needs none
+    ort = None
 
 FORMAT = "lenet5-onnx"  # written into the metadata by the project's export command
 # Best first; ONNX Runtime packages contain some of these (onnxruntime-directml: DirectML).
@@ -46,9 +50,19 @@ class ModelError(ValueError):
     """The file is missing, damaged, or not a model exported by this project."""
 
 
+def _need_onnx_runtime() -> None:
+    if ort is None:
+        raise ModelError(
+            "ONNX Runtime is not installed: `pip install onnxruntime` (onnxruntime-directml on "
+            "Windows for DirectML), or install the project's environment file, which names it."
+        )
+
+
 def best_provider(available: list[str] | None = None) -> str:
     """The first of PREFERRED that this ONNX Runtime package contains."""
-    available = ort.get_available_providers() if available is None else available
+    if available is None:
+        _need_onnx_runtime()
+        available = ort.get_available_providers()
     return next((name for name in PREFERRED if name in available), CPU)
 
 
@@ -60,6 +74,7 @@ class Model:
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelError(f"There is no ONNX model at {self.path}.")
+        _need_onnx_runtime()
         wanted = provider or best_provider()
         self.fallback = ""
         try:

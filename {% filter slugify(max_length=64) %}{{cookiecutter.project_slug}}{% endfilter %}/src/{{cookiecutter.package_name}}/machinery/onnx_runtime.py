@@ -49,7 +49,10 @@ def load_predict() -> Any:
     """The package's ``predict`` module; OnnxRuntimeMissing when onnxruntime cannot load."""
     package = runtime_package()
     try:
-        return importlib.import_module(f"{__package__.rpartition('.')[0]}.predict")
+        predict = importlib.import_module(f"{__package__.rpartition('.')[0]}.predict")
+        if predict.ort is None:  # predict imports without ONNX Runtime, for the torch runtime
+            raise OnnxRuntimeMissing(missing(package))
+        return predict
     except ModuleNotFoundError as error:
         if error.name not in ("onnxruntime", "numpy"):
             raise
