@@ -10,7 +10,7 @@ folder, or the folder named by the TEMPLATE_VENV environment variable. On Linux 
 about 5.6 GB (PyPI's torch for Linux brings its CUDA libraries); on Windows and macOS, where
 PyPI's torch is CPU-only, much less.
 
-What the tests cost, measured on a 2-core Linux machine: `test` about 34 minutes once its
+What the tests cost, measured on a 2-core Linux machine: `test` about 37 minutes once its
 caches are in place, and 25 GB of disk: the first time it also installs the exact DirectML
 stack (with pip and with uv), Windows CPython under Wine and a workshop stick (cached for
 later runs), and it runs baked projects on them.
@@ -33,6 +33,9 @@ DEMO_DIR = ROOT / "build" / "demo"
 # What quick leaves out (pytest.ini's markers): the Windows tier and the DirectML tier, which
 # install wine with apt and cache about 2.5 GB, the exact DirectML stack (about 3 GB) and the
 # draw page's browser test, which installs Chromium with apt.
+# What the whole suite takes on a 2-core machine with its caches in place (the README's
+# development table gives the measurement behind it).
+WHOLE_SUITE_MINUTES = 37
 QUICK_MARKERS = "not dml_stack and not windows and not directml and not browser and not uv"
 QUICK_SKIPS = (
     "the Windows tier (tests/test_windows_tier.py), the DirectML tier "
@@ -112,7 +115,8 @@ def test(python: Path, arguments: list) -> int:
     """pytest with ``arguments``; says first what a run of the whole suite costs."""
     if not arguments:
         print(
-            "Running the whole test suite: about 34 minutes on a 2-core machine, and the first "
+            f"Running the whole test suite: about {WHOLE_SUITE_MINUTES} minutes on a 2-core "
+            "machine, and the first "
             "time about 19 GB more for the DirectML stack (pip's and uv's), Windows CPython "
             "under Wine and a workshop stick. The fast path without them: python dev.py quick",
             flush=True,
