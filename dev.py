@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import venv
 from pathlib import Path
@@ -37,6 +38,19 @@ DEMO_DIR = ROOT / "build" / "demo"
 # development table gives the measurement behind it).
 WHOLE_SUITE_MINUTES = 37
 QUICK_MARKERS = "not dml_stack and not windows and not directml and not browser and not uv"
+# The whole suite runs in two lanes at once: the tests under Wine, which spend most of their
+# time in Wine's own processes (and the one that reads the wheels their cache holds), beside
+# the others. Caches that both lanes build are taken under a lock (tests/cpu_build_mirror.py,
+# tools/apt_install.py).
+WINE_LANE = [
+    "tests/test_windows_tier.py",
+    "tests/test_windows_uv.py",
+    "tests/test_amd_windows_tier.py",
+    "tests/test_directml_tier.py",
+    "tests/test_workshop_bundle.py",
+    "tests/test_directml_op_list.py",
+]
+WINE_LANE_LOG = ROOT / "build" / "wine-lane.log"
 QUICK_SKIPS = (
     "the Windows tier (tests/test_windows_tier.py), the DirectML tier "
     "(tests/test_directml_tier.py), the exact DirectML stack (tests/test_dml_stack.py), uv's "
@@ -112,19 +126,56 @@ def demo(python: Path) -> None:
 
 
 def test(python: Path, arguments: list) -> int:
-    """pytest with ``arguments``; says first what a run of the whole suite costs."""
-    if not arguments:
+    """pytest with ``arguments``; without any, the whole suite in its two lanes."""
+    started = time.monotonic()
+    if arguments:
+        code = subprocess.run([str(python), "-m", "pytest", *arguments], cwd=ROOT).returncode
+    else:
         print(
             f"Running the whole test suite: about {WHOLE_SUITE_MINUTES} minutes on a 2-core "
-            "machine, and the first "
-            "time about 19 GB more for the DirectML stack (pip's and uv's), Windows CPython "
-            "under Wine and a workshop stick. The fast path without them: python dev.py quick",
+            "machine, and the first time about 19 GB more for the DirectML stack (pip's and "
+            "uv's), Windows CPython under Wine and a workshop stick. The fast path without "
+            "them: python dev.py quick",
             flush=True,
         )
-    started = time.monotonic()
-    code = subprocess.run([str(python), "-m", "pytest", *arguments], cwd=ROOT).returncode
+        code = whole_suite(python)
     print(f"Tests took {elapsed(started)}.", flush=True)
     return code
+
+
+def whole_suite(python: Path) -> int:
+    """The Wine lane in the background (its output in WINE_LANE_LOG, printed when it ends)
+    beside the other tests in the foreground: 0 when both pass."""
+    temporary = Path(tempfile.gettempdir()) / "lenet-template-tests"
+    pytest = [str(python), "-m", "pytest"]
+    WINE_LANE_LOG.parent.mkdir(parents=True, exist_ok=True)
+    print(
+        f"Two lanes at once: the tests under Wine ({', '.join(WINE_LANE)}) write to "
+        f"{WINE_LANE_LOG}, shown here when they end; the other tests follow below.",
+        flush=True,
+    )
+    with WINE_LANE_LOG.open("w", encoding="utf-8") as log:
+        wine = subprocess.Popen(
+            [*pytest, "-p", "no:cacheprovider", "--basetemp", str(temporary / "wine"), *WINE_LANE],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            others = [f"--ignore={path}" for path in WINE_LANE]
+            rest = subprocess.run(
+                [*pytest, "--basetemp", str(temporary / "rest"), *others], cwd=ROOT
+            ).returncode
+            wine_code = wine.wait()
+        finally:
+            if wine.poll() is None:  # Ctrl+C: the background lane stops too
+                wine.terminate()
+                wine.wait()
+    print(f"\n== the Wine lane ({WINE_LANE_LOG}) ==", flush=True)
+    print(WINE_LANE_LOG.read_text(encoding="utf-8", errors="replace"), flush=True)
+    for name, code in (("the Wine lane", wine_code), ("the other tests", rest)):
+        print(f"{name}: {'passed' if code == 0 else f'FAILED (pytest exit {code})'}", flush=True)
+    return rest or wine_code
 
 
 def main(argv: list) -> int:

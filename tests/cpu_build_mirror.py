@@ -24,6 +24,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from filelock import FileLock
+
 PYPI_BUILDS = {"torch": "2.4.1", "torchvision": "0.19.1"}
 LABEL = "+cpu"
 
@@ -76,6 +78,12 @@ def relabel(wheel: Path, folder: Path) -> Path:
 def relabeled_wheels() -> list[Path]:
     """This Python's PyPI torch and torchvision for Linux x86_64, relabeled +cpu (cached)."""
     folder = cache_root() / f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(folder.with_suffix(".lock")):  # dev.py's two lanes may both ask at once
+        return _relabeled_wheels(folder)
+
+
+def _relabeled_wheels(folder: Path) -> list[Path]:
     done = sorted(folder.glob(f"*{LABEL}-*.whl"))
     if len(done) == len(PYPI_BUILDS):
         return done

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import pytest
 from conftest import STACKS, TEMPLATE_DIR
 
 OWN_CODE = ["hooks", "tests", "tools", "dev.py"]
@@ -109,7 +110,49 @@ def test_dev_py_quick_runs_the_suite_without_wine_and_the_directml_stack(monkeyp
     assert dev.main(["quick", "-x"]) == 0
     assert calls[0][1:] == ["-m", "pytest", "-m", dev.QUICK_MARKERS, "-x"]
     assert "Running the tests without the Windows tier" in capsys.readouterr().out
-    assert dev.main(["test"]) == 0
+
+
+class FakeLane:
+    """A pytest started in the background that ends with ``code``."""
+
+    def __init__(self, command, code, **kwargs):
+        self.command, self.code = command, code
+        kwargs["stdout"].write("the Wine lane's own output\n")
+
+    def wait(self):
+        return self.code
+
+    def poll(self):
+        return self.code
+
+
+@pytest.mark.parametrize("wine_code, rest_code", [(0, 0), (1, 0), (0, 1)])
+def test_dev_py_test_runs_the_wine_lane_beside_the_others_and_fails_with_either(
+    monkeypatch, capsys, tmp_path, wine_code, rest_code
+):
+    dev = load_dev()
+    foreground, background = [], []
+    monkeypatch.setattr(dev, "ensure_environment", lambda: TEMPLATE_DIR / "python")
+    monkeypatch.setattr(dev, "WINE_LANE_LOG", tmp_path / "wine-lane.log")
+    monkeypatch.setattr(
+        dev.subprocess,
+        "run",
+        lambda command, **kw: foreground.append(command) or SimpleNamespace(returncode=rest_code),
+    )
+    monkeypatch.setattr(
+        dev.subprocess,
+        "Popen",
+        lambda command, **kw: background.append(command) or FakeLane(command, wine_code, **kw),
+    )
+
+    code = dev.main(["test"])
+
     out = capsys.readouterr().out
-    assert f"about {dev.WHOLE_SUITE_MINUTES} minutes" in out and "python dev.py quick" in out  # said before the wait
-    assert "Tests took" in out
+    assert (code == 0) == (wine_code == 0 and rest_code == 0)
+    assert f"about {dev.WHOLE_SUITE_MINUTES} minutes" in out and "python dev.py quick" in out
+    assert "the Wine lane's own output" in out and "Tests took" in out
+    (wine,), (rest,) = background, foreground
+    assert wine[-len(dev.WINE_LANE) :] == dev.WINE_LANE  # the Wine lane runs exactly these
+    assert [f"--ignore={path}" for path in dev.WINE_LANE] == rest[-len(dev.WINE_LANE) :]
+    assert all((TEMPLATE_DIR / path).is_file() for path in dev.WINE_LANE)
+    assert wine[wine.index("--basetemp") + 1] != rest[rest.index("--basetemp") + 1]
