@@ -34,15 +34,16 @@ USAGE = (
 )
 PLATFORM_LABELS = {
     "win_amd64": "Windows x64",
+    "win_arm64": "Windows on Arm",
     "manylinux_x86_64": "Linux x86_64",
     "macosx_arm64": "macOS on Apple silicon",
 }
-HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
+HEX_DIGEST = re.compile(r"[0-9a-fA-F]{64}")
 GFX_TARGET = re.compile(r"gfx[0-9a-f]{3,4}")
 # name==version --hash=sha256:HEX  # file.whl: the one line make.py writes per wheel
 REQUIREMENT_LINE = re.compile(
-    r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+) --hash=sha256:(?P<digest>[0-9a-f]{64})"
-    r"\s+#\s*(?P<wheel>\S+\.whl)"
+    r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)"
+    r" --hash=sha256:(?P<digest>[0-9a-fA-F]{64})\s+#\s*(?P<wheel>\S+\.whl)"
 )
 
 
@@ -54,7 +55,9 @@ def this_platform() -> str:
     """The bundle's name for this machine's platform, or '' when the bundle has none for it."""
     machine = platform.machine().lower()
     if sys.platform == "win32" and machine in ("amd64", "x86_64"):
-        return "win_amd64"
+        return "win_amd64"  # an x64 Python under Windows on Arm's emulation too
+    if sys.platform == "win32" and machine == "arm64":
+        return "win_arm64"
     if sys.platform.startswith("linux") and machine in ("x86_64", "amd64"):
         return "manylinux_x86_64"
     if sys.platform == "darwin" and machine == "arm64":
@@ -282,14 +285,20 @@ def find_part(stick: Path, manifest: dict, stack: str, target: str, python: str)
             f"This is Python {python}, and the stick's {stack} environment for {label} is for "
             f"Python {' or '.join(pythons)}: use Python {wanted} ({venv_commands(stack, wanted)}"
             f"), then run this again in it (adding Python {python} to the stick is the "
-            f"instructor's fix, at home: make --python {python})."
+            f"instructor's fix, at home: python -m instructor.stick make --python {python})."
         )
     platforms = sorted({PLATFORM_LABELS.get(p["platform"], p["platform"]) for p in ours})
-    others = [other for other in held if other != stack] or ["none"]
+    here = sorted(
+        {p["stack"] for p in manifest["parts"].values() if p["platform"] == target} - {stack}
+    )
+    instead = (
+        f"install one of its environments for {label} instead ({', '.join(here)}), or "
+        if here
+        else "use a laptop the stick serves, or "
+    )
     raise StickProblem(
         f"The stick's {stack} environment is for {', '.join(platforms)}, not this {label}: "
-        f"install another of its stacks that is for {label} ({', '.join(others)}), or ask the "
-        f"instructor for a stick with {stack} for {label} (made at home with "
+        f"{instead}ask the instructor for a stick with {stack} for {label} (made at home with "
         f"--stacks {stack}:{target or 'PLATFORM'})."
     )
 
@@ -301,16 +310,10 @@ def venv_commands(stack: str, python: str) -> str:
     return f"python{python} -m venv .venv-{stack}, then source .venv-{stack}/bin/activate"
 
 
-def hashed_requirements(path: Path) -> dict[str, tuple[str, str]]:
-    """{wheel file name: (requirement, sha256)} of a requirements file written by the bundle
-    command; StickProblem for any line it would not have written (another package, an option,
-    a line without its hash or its wheel), since pip would act on that line too."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, ValueError) as error:
-        raise StickProblem(
-            f"{path} could not be read ({type(error).__name__}): copy it again {FROM_THE_STICK}."
-        ) from None
+def hashed_requirements(text: str) -> dict[str, tuple[str, str]]:
+    """{wheel file name: (distribution name, sha256)} of a requirements file written by the
+    bundle command; StickProblem for any line it would not have written (another package, an
+    option, a line without its hash or its wheel), since pip would act on that line too."""
     found = {}
     for line in text.splitlines():
         line = line.strip()
@@ -332,11 +335,18 @@ def check_requirements(stick: Path, manifest: dict, part: dict) -> None:
             f"lacks it too, {REMAKE})."
         )
     try:
-        listed = hashed_requirements(requirements)
+        text = requirements.read_text(encoding="utf-8")
+    except (OSError, ValueError) as error:
+        raise StickProblem(
+            f"{requirements} could not be read ({type(error).__name__}): copy it again "
+            f"{FROM_THE_STICK}."
+        ) from None
+    try:
+        listed = hashed_requirements(text)
         for wheel, (name, digest) in listed.items():
             if wheel not in part["wheels"]:
                 raise StickProblem(f"{wheel}, which the environment does not list")
-            if manifest["files"][f"wheels/{wheel}"]["sha256"] != digest:
+            if manifest["files"][f"wheels/{wheel}"]["sha256"].lower() != digest.lower():
                 raise StickProblem(f"the SHA-256 of {wheel}")
             if normal(wheel.split("-", 1)[0]) != normal(name):
                 raise StickProblem(f"{name} for {wheel}")
@@ -363,7 +373,7 @@ def check_wheels(stick: Path, manifest: dict, part: dict, full: bool) -> None:
         path = stick / "wheels" / wheel
         try:
             whole = path.stat().st_size == entry["size"] and (
-                not full or sha256_of(path) == entry["sha256"]
+                not full or sha256_of(path) == entry["sha256"].lower()
             )
         except OSError as error:
             raise StickProblem(
@@ -497,7 +507,10 @@ def has_pip() -> bool:
 def without_pip(stick: Path, part: dict) -> str:
     """The fixes that need no network: ensurepip brings the pip that Python ships with; uv
     installs the same hashed files."""
-    uv = f"uv pip install --python {sys.executable} --no-index --find-links {stick / 'wheels'}"
+    uv = (
+        f"uv pip install --python {sys.executable} --offline --no-index "
+        f"--find-links {stick / 'wheels'}"
+    )
     return (
         f"This environment has no pip (uv makes its environments without it): add it with "
         f"`python -m ensurepip` (no network needed) and run this again, or install with uv, "
@@ -563,6 +576,8 @@ def prepare(stick: Path, project: Path, stack: str, gfx: str, anywhere: bool) ->
             "Python is meant for the workshop alone)."
         )
     if part.get("gpu_targets"):
+        if not gfx:
+            print("Reading this laptop's GPU: the stick's environment carries GPU kernels...")
         laptop = [gfx] if gfx else laptop_gpu_targets(project)
         hint = "" if gfx else " (if the doctor misread this GPU, name it: --gfx gfxNNNN)"
         problem = gpu_target_problem(manifest, part, laptop, stick, hint)

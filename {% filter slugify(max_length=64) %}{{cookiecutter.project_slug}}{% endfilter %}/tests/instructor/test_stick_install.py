@@ -224,6 +224,19 @@ def test_the_wrong_python_is_told_to_use_the_sticks_python(room, capsys):
     assert ran == []
 
 
+def test_a_stack_for_another_platform_names_the_sticks_environments_for_this_one(room, capsys):
+    stick, _, ran = room
+    elsewhere = "macosx_arm64" if TARGET != "macosx_arm64" else "win_amd64"
+    add_part(stick, "directml", target=elsewhere)
+
+    error = refusal(capsys, install.main(["directml"]))
+
+    label = {"win_amd64": "Windows x64", "manylinux_x86_64": "Linux x86_64"}.get(TARGET, "macOS")
+    assert f"install one of its environments for {label}" in error
+    assert "(cpu)" in error and error.index("(cpu)") < error.index("at home")
+    assert ran == []
+
+
 @pytest.mark.parametrize("name", ["", "cdua", "\x1b[31mred\x1b[0m\r\n"])
 def test_an_unknown_stack_is_told_the_sticks_stacks_and_echoed_safely(room, capsys, name):
     error = refusal(capsys, install.main([name]))
