@@ -604,10 +604,28 @@ def main(argv: list[str] | None = None) -> int:
     except StickProblem as problem:
         print(problem, file=sys.stderr)
         return 1
-    for command in pip_commands(stick, part, project):
-        if subprocess.run(command).returncode != 0:
-            print(f"pip failed (above); nothing else was installed from {stick}.", file=sys.stderr)
-            return 1
+    except KeyboardInterrupt:
+        print("\nStopped while checking the stick: nothing was installed.", file=sys.stderr)
+        return 130
+    return install(stick, part, project, stack)
+
+
+def install(stick: Path, part: dict, project: Path, stack: str) -> int:
+    try:
+        for command in pip_commands(stick, part, project):
+            if subprocess.run(command).returncode != 0:
+                print(
+                    f"pip failed (above); nothing else was installed from {stick}.",
+                    file=sys.stderr,
+                )
+                return 1
+    except KeyboardInterrupt:  # what pip finished stays; the same command goes on from there
+        print(
+            f"\nStopped: what pip had installed stays; run python {stick / 'install.py'} {stack} "
+            "again to finish.",
+            file=sys.stderr,
+        )
+        return 130
     print(f"Installed the {stack} environment from {stick}, with no network.")
     return 0
 

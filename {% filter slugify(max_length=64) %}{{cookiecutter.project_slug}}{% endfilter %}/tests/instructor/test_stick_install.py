@@ -456,3 +456,20 @@ def test_verify_install_bundle_compares_the_kernels_with_the_laptops_gpu(
     assert "gfx1151" in line and "gfx1100" in line and "directml" in line
     assert "holds the rocm-windows environment" in ask_stick(stick, "rocm-windows", "gfx1100")
     assert stick_check.gfx_target_of(report.recommendation) == "gfx1151"
+
+
+# Ctrl+C: one sentence, and what was done stays.
+
+
+def test_ctrl_c_while_checking_installs_nothing_and_says_so(room, monkeypatch, capsys):
+    _, _, ran = room
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(install, "sha256_of", interrupted)
+
+    assert install.main(["cpu"]) == 130
+    error = capsys.readouterr().err.strip()
+    assert error == "Stopped while checking the stick: nothing was installed."
+    assert ran == []
