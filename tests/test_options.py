@@ -158,6 +158,7 @@ ALWAYS = {
     "tests/instructor/reports/ivan-text-output.json",
     "tests/instructor/test_room.py",
     "tests/instructor/test_stick.py",
+    "tests/instructor/test_stick_install.py",
     "tests/doctor/test_driver_minimum_advice.py",
     "tests/doctor/test_envcheck.py",
     "tests/doctor/test_sysfs.py",

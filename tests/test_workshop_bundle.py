@@ -313,7 +313,8 @@ def test_a_stack_from_its_own_index_gets_its_local_tags_and_markers_per_platform
 def test_windows_cpython_installs_the_windows_part_offline(winpy, project, stick, tmp_path):
     """The embeddable CPython 3.11 without any package, pip run from its wheel (the host's
     ensurepip copy), install.py from the stick: everything of directml for win_amd64 with
-    --no-index --require-hashes, then the project."""
+    --no-index --require-hashes, then the project. That Python is no environment, but one
+    meant for the workshop alone, so install.py is told to install into it."""
     import dataclasses
     import ensurepip
 
@@ -325,7 +326,7 @@ def test_windows_cpython_installs_the_windows_part_offline(winpy, project, stick
     env = {"PYTHONPATH": wine_python.winpath(pip_wheel), "PYTHONDONTWRITEBYTECODE": "1"}
 
     install = fresh.run(
-        [wine_python.winpath(stick / "install.py"), "directml"],
+        [wine_python.winpath(stick / "install.py"), "directml", "--into-this-python"],
         cwd=folder, env=env, timeout=1800, display=False,
     )  # fmt: skip
 

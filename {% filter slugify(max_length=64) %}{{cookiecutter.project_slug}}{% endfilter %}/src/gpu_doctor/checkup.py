@@ -61,7 +61,7 @@ from .render import render_markdown, render_summary, render_text
 from .rules import device_checks as device_rules
 from .rules import environment, packages, rocm_windows
 from .rules import training_step as step_rules
-from .stick_check import ask_stick
+from .stick_check import ask_stick, gfx_target_of
 from .verdict import (
     EXIT_BROKEN,
     EXIT_CODES_HELP,
@@ -499,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_out(f"Report written to {args.output}: {VERDICTS.get(report.exit_code, 'unknown')}.")
     if args.bundle is not None:  # stderr where stdout is JSON or Markdown
         stack = (report.recommendation or {}).get("stack") or report.project.get("accelerator")
-        line = ask_stick(args.bundle, stack or "cpu")
+        line = ask_stick(args.bundle, stack or "cpu", gfx_target_of(report.recommendation))
         if args.json or args.markdown:
             print(line, file=sys.stderr)
         else:
