@@ -57,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         env_manager, package = project.env_manager, project.package_name
     except Exception:  # a damaged project.json was reported among the findings
         env_manager, package = "", "<package>"
+    if any(finding.code == "ENV-ARM64-NO-CONDA" for finding in findings):
+        env_manager = "venv"  # no conda on Windows on ARM: that finding says why
     chosen = (
         f"The environment for this machine: {recommendation['stack']} "
         f"({recommendation.get('why', '')}). Create it, in this folder:"

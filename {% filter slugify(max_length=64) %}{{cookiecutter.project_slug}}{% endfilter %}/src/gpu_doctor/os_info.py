@@ -85,6 +85,13 @@ class OsInfo:
         return self.python_architecture.upper() in ("ARM64", "AARCH64")
 
     @property
+    def arm64_machine(self) -> bool:
+        """Windows on ARM (a Snapdragon laptop), whatever this Python was built for: only CPU
+        builds of PyTorch exist for it."""
+        machine = self.native_machine.upper() or self.python_architecture.upper()
+        return self.is_windows and machine == "ARM64"
+
+    @property
     def emulated(self) -> bool:
         """An x64 (or x86) Python that Windows on ARM translates as it runs."""
         return self.is_windows and self.native_machine == "ARM64" and not self.arm64_python

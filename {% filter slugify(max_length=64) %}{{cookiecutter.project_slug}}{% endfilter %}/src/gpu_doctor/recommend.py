@@ -18,10 +18,26 @@ from typing import Callable, Iterable, Sequence
 from . import amd_linux, amd_windows, nvidia
 from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu, is_intel_arc
 from .os_info import WINDOWS_11_BUILD, OsInfo
+from .project import parse_version
 
 WINDOWS, LINUX, WSL2, MACOS, ANY = "Windows", "Linux", "WSL2", "macOS", "any"
 # When two GPUs each have a stack, the discrete GPU wins; between equals, this order.
 PREFERENCE = ("cuda", "cuda-legacy", "xpu", "rocm", "rocm-windows", "directml", "cpu")
+# PyTorch's Windows ARM64 wheels: CPU builds on its CPU index, for these Pythons (pytorch #152109).
+ARM64_TORCH_PYTHONS = ((3, 11), (3, 13))
+# torch's macOS wheels are macosx_14_0_arm64 only since 2.12: the cpu environment's current torch.
+MACOS_FOR_CURRENT_TORCH = (14,)
+ADRENO_WHY = (
+    "no PyTorch backend trains on the Adreno GPU or the Hexagon NPU: PyTorch's native Windows "
+    "ARM64 build trains on the CPU (an ARM64 Python 3.11 to 3.13), and LeNet trains about as "
+    "fast on the CPU as through DirectML; the NPU runs the exported model (ONNX Runtime with "
+    "onnxruntime-qnn). torch-directml has no ARM64 wheel: DirectML on an Adreno is only an "
+    "explicit, experimental choice, through an emulated x64 Python"
+)
+ARM64_WHY = (
+    "Windows on ARM: PyTorch publishes native Windows ARM64 builds for the CPU only (an ARM64 "
+    "Python 3.11 to 3.13), and no other stack runs here"
+)
 FALLBACK_WHY = (
     "no GPU that a PyTorch stack can train on was found: the CPU stack (current torch) runs "
     "everywhere"
@@ -188,10 +204,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         WINDOWS,
         QUALCOMM,
-        "Qualcomm Adreno (Snapdragon)",
+        "Qualcomm Adreno (Snapdragon, Windows on ARM)",
         _any,
-        "directml",
-        "DirectX 12 is the only GPU path for Adreno; it needs the x64 Python (emulated on ARM)",
+        "cpu",
+        ADRENO_WHY,
     ),
     Rule(
         LINUX,
@@ -304,6 +320,9 @@ class Recommendation:
     stack: str
     why: str
     gpu: Gpu | None = None
+    # Windows on ARM: the commands name the ARM64 Python, which neither the py launcher nor uv
+    # picks by default when an x64 one is there (cpython #130470, uv #13724).
+    arm64: bool = False
 
     @property
     def conda_file(self) -> str:
@@ -319,12 +338,22 @@ class Recommendation:
     def venv_dir(self) -> str:
         return f".venv-{self.stack}"
 
+    def python_version(self, stack: dict, wanted: str) -> str:
+        """The Python the commands create the environment with: the project's when the stack
+        (and, on Windows on ARM, PyTorch's ARM64 wheels) support it, else the nearest one."""
+        python = python_for(stack, wanted)
+        low, high = ARM64_TORCH_PYTHONS
+        if self.arm64 and not low <= tuple(_parts(python)) <= high:
+            return ".".join(str(part) for part in high)
+        return python
+
     def commands(self, project_slug: str, python: str, windows: bool) -> dict[str, list[str]]:
         """The exact commands, run in the project folder, for conda, venv and uv; for AMD's
         ROCm build for Windows, conda and venv end with the one that adds this GPU's kernels."""
         if windows:
+            launcher = f"py -V:{python}-arm64" if self.arm64 else f"py -{python}"
             venv = [
-                f"py -{python} -m venv {self.venv_dir()}",
+                f"{launcher} -m venv {self.venv_dir()}",
                 f"{self.venv_dir()}\\Scripts\\activate",
                 f"pip install -r {self.pip_file}",
             ]
@@ -355,6 +384,8 @@ class Recommendation:
         """The one command that makes the project's .venv this stack's (a uv project): its
         dependency group instead of the default one, with a Python the stack supports."""
         group = self.uv_group()
+        if self.arm64:  # uv prefers an x64 Python on Windows on ARM unless asked
+            python = f"cpython-{python}-windows-aarch64-none"
         return f"uv sync --python {python} --no-default-groups --group dev --group {group}"
 
     def uv_commands(self, python: str, windows: bool) -> list[str]:
@@ -384,10 +415,9 @@ def recommend(info: OsInfo, gpus: Iterable[Gpu], python: str = "") -> Recommenda
     ``python``: the project's Python ("3.12"), for the stacks that publish fewer Pythons."""
     system = system_of(info)
     if system == MACOS:
-        if info.machine.lower() in ("arm64", "aarch64"):
-            rule = RULES[0]
-            return Recommendation(rule.stack, rule.why)
-        return Recommendation("cpu", "an Intel Mac has no GPU backend in current PyTorch")
+        return _mac(info)
+    if system == WINDOWS and info.arm64_machine:
+        return _windows_arm64(list(gpus))
     if system == WINDOWS:  # AMD GPUs a scan gave no target: the PCI id table's
         gpus = amd_windows.with_targets(list(gpus), None)
     ranked = []
@@ -419,6 +449,26 @@ def recommend(info: OsInfo, gpus: Iterable[Gpu], python: str = "") -> Recommenda
         if machine_rule and (system != WSL2 or info.dxg):
             return Recommendation(rule.stack, rule.why)
     return Recommendation("cpu", FALLBACK_WHY)
+
+
+def _mac(info: OsInfo) -> Recommendation:
+    if info.machine.lower() not in ("arm64", "aarch64"):
+        return Recommendation("cpu", "an Intel Mac has no GPU backend in current PyTorch")
+    why = RULES[0].why
+    macos = parse_version(info.version)
+    if macos and macos < MACOS_FOR_CURRENT_TORCH:
+        why += (
+            f"; its current torch publishes macOS wheels for macOS 14 and later only, and this is "
+            f"macOS {info.version}: update macOS first"
+        )
+    return Recommendation(RULES[0].stack, why)
+
+
+def _windows_arm64(gpus: list[Gpu]) -> Recommendation:
+    """Windows on ARM: the cpu stack, on an ARM64 Python, whatever GPU is there (PyTorch builds
+    nothing else for it); an Adreno is named, with what it and the NPU are used for."""
+    adreno = next((gpu for gpu in gpus if gpu.vendor_id == QUALCOMM), None)
+    return Recommendation("cpu", ADRENO_WHY if adreno else ARM64_WHY, adreno, arm64=True)
 
 
 def python_for(stack: dict, wanted: str) -> str:

@@ -22,6 +22,10 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 GB = 2**30
 
 WINDOWS = OsInfo("Windows", "10", "10.0.26100", "AMD64", windows_build=26100)
+WINDOWS_ARM = OsInfo(
+    "Windows", "10", "10.0.26100", "ARM64", windows_build=26100, native_machine="ARM64",
+    interpreter_platform="win-arm64",
+)  # fmt: skip
 LINUX = OsInfo("Linux", "6.11.0-19-generic", "#19~24.04.1-Ubuntu SMP", "x86_64")
 WSL2 = OsInfo(
     "Linux", "5.15.167.4-microsoft-standard-WSL2", "#1 SMP", "x86_64", 22631, 2, True, True
@@ -85,8 +89,8 @@ NVIDIA_SMI_4070 = Gpu(
         # NVIDIA: CUDA everywhere it exists.
         (WINDOWS, [RTX_4060], "cuda", "RTX 4060"),
         (WSL2, [NVIDIA_SMI_4070], "cuda", "RTX 4070"),
-        # Qualcomm on Windows on ARM: DirectML.
-        (WINDOWS, [ADRENO], "directml", "Adreno"),
+        # Qualcomm on Windows on ARM: PyTorch's native ARM64 build trains on the CPU.
+        (WINDOWS_ARM, [ADRENO], "cpu", "Adreno"),
         # WSL2 shows no AMD/Intel GPU itself: DirectML reaches it through /dev/dxg.
         (WSL2, [], "directml", None),
         (WSL2_NO_DXG, [], "cpu", None),

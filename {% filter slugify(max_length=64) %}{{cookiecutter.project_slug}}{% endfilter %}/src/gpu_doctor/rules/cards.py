@@ -8,7 +8,7 @@ from typing import Iterable
 
 from .. import recommend
 from ..findings import OK, WARN, Finding
-from ..gpus import NVIDIA, Gpu, GpuScan
+from ..gpus import NVIDIA, QUALCOMM, Gpu, GpuScan
 from ..os_info import OsInfo
 from ..project import Project
 from . import cards_linux, cards_windows, cuda, drivers
@@ -52,10 +52,15 @@ def check_gpus(
 
 
 def _list_findings(gpus: Iterable[Gpu]) -> list[Finding]:
-    return [
-        Finding("GPU", OK, gpu.describe(), code="GPU-FOUND", brief=f"{gpu.name} ({gpu.kind}).")
-        for gpu in gpus
-    ]
+    return [Finding("GPU", OK, gpu.describe(), code="GPU-FOUND", brief=_brief(gpu)) for gpu in gpus]
+
+
+def _brief(gpu: Gpu) -> str:
+    """The GPU's line in the summary; an Adreno's says what it is for (cards_windows'
+    GPU-ADRENO says why)."""
+    if gpu.vendor_id == QUALCOMM:
+        return f"{gpu.name}: no training on it; the NPU runs exported models."
+    return f"{gpu.name} ({gpu.kind})."
 
 
 def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:

@@ -1,11 +1,12 @@
 """Rules about the GPUs of a Windows machine (DXGI's list): a GPU without its driver, only the
 software adapter, an integrated GPU for DirectML, no NVIDIA GPU for CUDA, an AMD GPU's gfx
-target (``rocm_windows``)."""
+target (``rocm_windows``), a Qualcomm Adreno (Windows on ARM: the CPU trains, the NPU runs the
+exported model)."""
 
 from __future__ import annotations
 
 from ..findings import NO_ACTION, OK, WARN, Finding
-from ..gpus import INTEGRATED, NVIDIA, GpuScan
+from ..gpus import INTEGRATED, NVIDIA, QUALCOMM, Gpu, GpuScan
 from ..nvidia import CUDA_STACKS
 from ..project import Project
 from .drivers import DRIVER_DOWNLOADS
@@ -18,6 +19,7 @@ CODES = {
     "GPU-INTEGRATED-ONLY": "Only an integrated GPU for DirectML.",
     "GPU-INTEGRATED-AND-DISCRETE": "Integrated and discrete GPUs side by side.",
     "GPU-NO-NVIDIA": "A CUDA stack on a machine without an NVIDIA GPU.",
+    "GPU-ADRENO": "A Qualcomm Adreno: training runs on the CPU; the NPU runs exported models.",
 }
 
 
@@ -68,6 +70,9 @@ def check(project: Project, scan: GpuScan, best: str = "") -> list[Finding]:
                 )
             )
         return findings
+    adreno = [gpu for gpu in hardware if gpu.vendor_id == QUALCOMM]
+    if adreno:  # Windows on ARM: the Environment line names the cpu environment
+        return findings + [_adreno(gpu, project) for gpu in adreno]
     if accelerator == "directml":
         if all(gpu.kind == INTEGRATED for gpu in hardware) and best in ("", "directml"):
             names = ", ".join(gpu.name for gpu in hardware)
@@ -100,7 +105,7 @@ def check(project: Project, scan: GpuScan, best: str = "") -> list[Finding]:
                 "GPU",
                 WARN,
                 "No NVIDIA GPU: the CUDA build of torch trains on the CPU here.",
-                "For an AMD, Intel or Qualcomm GPU on Windows, create the directml "
+                "For an AMD or Intel GPU on Windows, create the directml "
                 f"environment ({stack_files('directml')}) and train in it.",
                 code="GPU-NO-NVIDIA",
             )
@@ -117,3 +122,19 @@ def check(project: Project, scan: GpuScan, best: str = "") -> list[Finding]:
             )
         )
     return findings
+
+
+def _adreno(gpu: Gpu, project: Project) -> Finding:
+    """What a Snapdragon laptop's GPU and NPU are used for: PyTorch trains on neither."""
+    found = (
+        f"{gpu.name} (Windows on ARM): no PyTorch backend trains on the Adreno GPU or the "
+        "Hexagon NPU, so training runs on the CPU (PyTorch's native ARM64 build). The NPU runs "
+        "the exported model: ONNX Runtime with onnxruntime-qnn (`python -m "
+        f"{project.package_name}.predict <picture> --runtime onnx`)."
+    )
+    if project.accelerator == "directml":
+        found += (
+            " DirectML reaches the Adreno only through an emulated x64 Python, on the frozen "
+            "torch 2.4.1: experimental."
+        )
+    return Finding("GPU", OK, found, code="GPU-ADRENO", brief=f"{gpu.name}: not for training.")

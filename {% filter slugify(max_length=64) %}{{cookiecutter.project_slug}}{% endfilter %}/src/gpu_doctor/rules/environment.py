@@ -19,6 +19,7 @@ CODES = {
     "ENV-BEST": "The active environment is the best one for this machine.",
     OTHER_BEST: "Another stack's environment fits this machine better.",
     "ENV-UNKNOWN": "No recommendation: the GPUs could not be listed.",
+    "ENV-ARM64-NO-CONDA": "A conda project on Windows on ARM: venv or uv instead.",
 }
 
 
@@ -68,9 +69,10 @@ def check_environment_choice(
             )
         ]
     current = active or project.accelerator
-    python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
+    python = best.python_version(project.stacks.get(best.stack, {}), project.python_version)
     commands = best.commands(project.project_slug or "<project>", python, info.is_windows)
     conda, venv = (", then ".join(f"`{c}`" for c in commands[k]) for k in ("conda", "venv"))
+    without_conda = _without_conda(project, info, best, context, venv)
     why = best.why[0].upper() + best.why[1:]
     seen = f"{best.gpu_text()}: {best.why}" if best.gpu is not None else why
     if best.stack == current:
@@ -85,7 +87,7 @@ def check_environment_choice(
                 code="ENV-BEST",
                 brief=f"Best here: {best.stack}, {where}.",
             )
-        ]
+        ] + without_conda
     if context in ("hook", "first") or not active:
         now = f"the project's default environment file is {project.accelerator}"
     else:
@@ -99,6 +101,11 @@ def check_environment_choice(
             f"{best.stack} for good, "
             f'name "{best.stack}" in place of the default in pyproject.toml\'s default-groups. '
             "Then run verify_install again."
+        )
+    elif best.arm64:  # no conda on Windows on ARM (ENV-ARM64-NO-CONDA says why)
+        fix = (
+            f"Create the {best.stack} environment in the project folder with venv and an ARM64 "
+            f"Python: {venv}. Then select it as the interpreter and run verify_install again."
         )
     else:
         fix = (
@@ -114,6 +121,31 @@ def check_environment_choice(
             code=OTHER_BEST,
             role=CHOOSES_ENVIRONMENT,
             brief=f"Best here: {best.stack}, not {current}.",
+        )
+    ] + [finding.with_fix(finding.fix, follows=OTHER_BEST) for finding in without_conda]
+
+
+def _without_conda(
+    project: Project, info: OsInfo, best: recommend.Recommendation, context: str, venv: str
+) -> list[Finding]:
+    """A conda project on Windows on ARM: why venv or uv, before any environment exists or
+    while an emulated Python runs (a native ARM64 environment that works is left alone)."""
+    if project.env_manager != "conda" or not best.arm64:
+        return []
+    if context not in ("hook", "first") and not info.emulated:
+        return []
+    return [
+        Finding(
+            "Environment",
+            WARN,
+            "This project's environment manager is conda, but this is Windows on ARM: "
+            "Miniforge, conda-forge's installer, publishes no Windows ARM64 build yet (this "
+            "project's conda files use conda-forge), and an x64 conda would make an emulated "
+            "x64 environment.",
+            f"Use venv (or uv) with an ARM64 Python instead of conda on this laptop: {venv}; "
+            f"the {best.stack} environment's packages come from {best.pip_file}.",
+            code="ENV-ARM64-NO-CONDA",
+            brief="Windows on ARM: venv or uv, not conda.",
         )
     ]
 
@@ -163,7 +195,7 @@ def recommendation_details(
 ) -> dict[str, Any]:
     """The best environment for this machine as the report's "recommendation" (stack, why, gpu,
     files, commands, and the active stack)."""
-    python = recommend.python_for(project.stacks.get(best.stack, {}), project.python_version)
+    python = best.python_version(project.stacks.get(best.stack, {}), project.python_version)
     slug = project.project_slug or "<project>"
     return {
         **best.to_dict(slug, python, info.is_windows),

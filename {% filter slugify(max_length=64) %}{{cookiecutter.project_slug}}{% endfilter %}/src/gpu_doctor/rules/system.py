@@ -9,10 +9,9 @@ from ..findings import FAIL, NO_ACTION, OK, WARN, Finding
 from ..nvidia import CUDA_STACKS
 from ..os_info import DIRECTML_MIN_BUILD, WINDOWS_11_BUILD, OsInfo
 from ..project import Project, parse_version
+from ..recommend import ARM64_TORCH_PYTHONS
 from .environment import OTHER_BEST
 
-# PyTorch's Windows ARM64 wheels: CPU builds on its CPU index, for these Pythons (pytorch #152109).
-ARM64_TORCH_PYTHONS = ((3, 11), (3, 13))
 # torch's macOS wheels are macosx_14_0_arm64 only since this release.
 MACOS_14_TORCH = (2, 12)
 
@@ -171,8 +170,8 @@ def _check_windows_arm(project: Project, info: OsInfo, python: tuple[int, ...]) 
             f"{_dotted(high)} only, and this is Python {_dotted(python[:2])}"
         )
         fix = (
-            f"Install the ARM64 Python {_dotted(high)} (python.org's Windows ARM64 installer, "
-            f"or `uv python install {_dotted(high)}`) and create the environment with it."
+            f"Install the ARM64 Python {_dotted(high)} ({_arm64_python_ways(high)}) and create "
+            "the environment with it."
         )
     else:
         return []
@@ -190,12 +189,22 @@ def _emulated_python(project: Project, info: OsInfo) -> Finding:
     if project.accelerator == "directml":
         found += " torch-directml has no ARM64 wheel: DirectML here runs only emulated."
     fix = (
-        "Install the ARM64 Python (python.org's Windows ARM64 installer, or `uv python install "
-        f"{_dotted(high)}`, which picks ARM64 on this machine) and create the environment with "
+        f"Install the ARM64 Python ({_arm64_python_ways(high)}) and create the environment with "
         "it. PyTorch publishes native Windows ARM64 CPU wheels on its CPU index for Python "
         f"{_dotted(low)} to {_dotted(high)}: use the cpu environment."
     )
     return Finding("OS", WARN, found, fix, code="OS-X64-PYTHON-EMULATED")
+
+
+def _arm64_python_ways(version: tuple[int, ...]) -> str:
+    """How to get an ARM64 Python and start it by name: the py launcher and uv both prefer an
+    x64 Python on Windows on ARM unless asked (cpython #130470, uv #13724)."""
+    dotted = _dotted(version)
+    return (
+        f"python.org's Windows ARM64 installer, then `py -V:{dotted}-arm64` starts it; or `uv "
+        f"python install cpython-{dotted}-windows-aarch64-none`, since plain `uv python install` "
+        "picks x64 there"
+    )
 
 
 def _dotted(version: tuple[int, ...]) -> str:
