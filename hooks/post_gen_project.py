@@ -109,6 +109,7 @@ def write_answers(project_dir: Path, answers: dict) -> None:
 
 
 DOCTOR = "gpu_doctor"  # the generated project's doctor, a package beside the project's own
+NO_CONDA_HERE = "ENV-ARM64-NO-CONDA"  # its finding: conda does not run on this machine
 
 
 def forget_doctor() -> None:
@@ -131,7 +132,10 @@ def environment_report(project_dir: Path) -> tuple:
         envcheck = importlib.import_module(f"{DOCTOR}.envcheck")
         details: dict = {}
         findings = envcheck.run_checks(context="hook", details=details)
-        return envcheck.format_findings(findings), details.get("recommendation")
+        best = details.get("recommendation")
+        if isinstance(best, dict) and any(f.code == NO_CONDA_HERE for f in findings):
+            best = {**best, "no_conda": True}  # the report above says why
+        return envcheck.format_findings(findings), best
     except Exception as error:  # this machine is unknown to the checks: warn, never stop
         return (
             f"[warn] The environment checks could not run here ({error!r}); "
@@ -143,10 +147,19 @@ def environment_report(project_dir: Path) -> tuple:
 
 
 def another_environment(answers: dict, best) -> dict | None:
-    """The environment the checks found best, when it is not the default file's stack."""
-    if not isinstance(best, dict) or best.get("stack") in (None, answers["accelerator"]):
+    """The environment the checks found best, when it is not the default file's stack (or
+    when conda cannot make it on this machine: then its venv commands)."""
+    if not isinstance(best, dict) or best.get("stack") is None:
+        return None
+    if best.get("stack") == answers["accelerator"] and not no_conda_here(answers, best):
         return None
     return best
+
+
+def no_conda_here(answers: dict, best) -> bool:
+    """A conda project on a machine that conda does not run on (Windows on ARM): the steps
+    make a venv instead."""
+    return answers["env_manager"] == "conda" and isinstance(best, dict) and best.get("no_conda")
 
 
 def quoted(path: Path) -> str:
@@ -215,6 +228,9 @@ def environment_choice(answers: dict, best) -> list:
     if best is None:
         return []
     stack, default = best["stack"], answers["accelerator"]
+    if best.get("no_conda"):
+        return [f"They create the {stack} environment with venv: conda has no Windows on ARM",
+                "build (the check above says why)."]  # fmt: skip
     return [
         f"They create the {stack} environment, the one the check above found best for this",
         f"machine. {default_file(answers)} is the {default} environment, for the machines it was",
@@ -298,6 +314,8 @@ def next_steps(answers: dict, project_dir: Path, best=None) -> str:
     """What to do now; ``best`` is the environment the checks found best for this machine."""
     found = best
     best = another_environment(answers, best)
+    if no_conda_here(answers, best):
+        answers = {**answers, "env_manager": "venv"}
     package = answers["package_name"]
     steps = [
         "Next steps in a terminal:",

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import types
 
 import pytest
 from conftest import TEMPLATE_DIR, default_answers
@@ -177,6 +178,43 @@ def test_a_uv_projects_steps_for_another_stack_are_the_doctors_one_command(post_
     assert "\n  uv sync --python 3.11 --no-default-groups --group dev --group cpu\n" in steps
     assert "conda" not in steps and ".venv-cpu" not in steps
     assert 'name "cpu" in pyproject.toml\'s default-groups' in steps
+
+
+def test_a_conda_project_on_windows_on_arm_gets_venv_steps_for_the_doctors_stack(
+    post_gen, tmp_path
+):
+    best = {
+        "stack": "cpu",
+        "no_conda": True,  # the doctor's ENV-ARM64-NO-CONDA finding fired
+        "commands": {
+            "conda": ["conda env create -f environments/cpu.yml"],
+            "venv": ["py -V:3.12-arm64 -m venv .venv-cpu", ".venv-cpu\\Scripts\\activate",
+                     "pip install -r environments/cpu.txt"],
+            "uv": ["uv sync --group cpu"],
+        },
+    }  # fmt: skip
+    for default in ("directml", "cpu"):  # another stack, or the default file's own
+        steps = post_gen.next_steps(answers(accelerator=default), tmp_path, best)
+
+        assert "\n  py -V:3.12-arm64 -m venv .venv-cpu\n" in steps, steps
+        assert "conda env create" not in steps and "Miniforge" not in steps
+        assert "with venv: conda has no Windows on ARM" in steps
+        assert "Virtualenv > .venv-cpu" in steps
+
+
+def test_the_hook_marks_the_doctors_no_conda_finding_on_its_recommendation(post_gen, monkeypatch):
+    finding = types.SimpleNamespace(code="ENV-ARM64-NO-CONDA")
+
+    def run_checks(context, details):
+        details["recommendation"] = {"stack": "cpu", "commands": {}}
+        return [finding]
+
+    envcheck = types.SimpleNamespace(run_checks=run_checks, format_findings=lambda f: "report")
+    monkeypatch.setattr(post_gen.importlib, "import_module", lambda name: envcheck)
+    _, best = post_gen.environment_report(TEMPLATE_DIR)
+    assert best == {"stack": "cpu", "commands": {}, "no_conda": True}
+    finding.code = "GPU-ADRENO"
+    assert "no_conda" not in post_gen.environment_report(TEMPLATE_DIR)[1]
 
 
 def test_next_steps_name_the_full_path_of_the_project(post_gen, tmp_path):
