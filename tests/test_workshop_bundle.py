@@ -74,7 +74,7 @@ def project(bake_once) -> Path:
     return bake_once(env_manager="venv").path
 
 
-NOTHING_TO_DOWNLOAD = "0 to download (0.00 GB)"
+NOTHING_TO_DOWNLOAD = "0 to download (0.0 MB)"
 
 
 def wheel_times(stick: Path) -> dict:

@@ -9,15 +9,19 @@ machine. Run from the project folder.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
-from gpu_doctor.project import load_project
+from gpu_doctor.project import load_project, parse_version
 
 from . import install
-from .make import BundleError, make, plan
-from .platforms import TARGETS, stack_targets
-from .resolve import ResolveError
+from .fetch import human_size
+from .lock import LOCK_FILE, StickBusy, stick_lock
+from .make import BundleError, make, plan, writable
+from .platforms import DEFAULT_TARGETS, TARGETS, stack_targets
+from .resolve import ResolveError, local_folder
 
 
 def parse_stacks(names: list[str], stacks: dict, default_targets: list[str]) -> list:
@@ -33,6 +37,103 @@ def parse_stacks(names: list[str], stacks: dict, default_targets: list[str]) -> 
             raise BundleError(f"No platform {unknown[0]!r}: name one of {', '.join(TARGETS)}.")
         wanted.append((stack, chosen))
     return wanted
+
+
+def check_python(python: str, wanted: list, stacks: dict) -> None:
+    """The laptops' Python: major.minor, within each stack's range."""
+    if not re.fullmatch(r"\d\.\d{1,2}", python):
+        raise BundleError(
+            f"--python takes the laptops' Python as MAJOR.MINOR (e.g. 3.12), not {python!r}."
+        )
+    for stack, _ in wanted:
+        low, high = stacks[stack]["python_min"], stacks[stack]["python_max"]
+        if not parse_version(low) <= parse_version(python) <= parse_version(high):
+            raise BundleError(
+                f"The {stack} stack runs on Python {low} to {high}, not {python}: name the "
+                f"laptops' Python within that range (--python {low} ... --python {high})."
+            )
+
+
+def gpu_choices(gfx: list[str], wanted: list, stacks: dict) -> dict[str, list[str]]:
+    """{stack: [gfx target, ...]} for the stacks of ``wanted`` whose torch has one extra per GPU
+    (rocm-windows), each target one the stack knows."""
+    if not gfx:
+        return {}
+    per_gpu = [stack for stack, _ in wanted if stacks[stack].get("device_extra")]
+    if not per_gpu:
+        known = [name for name, stack in stacks.items() if stack.get("device_extra")]
+        raise BundleError(
+            f"--gfx only applies to the {' and '.join(known) or 'rocm-windows'} stack (its torch "
+            "carries one GPU's kernels per target): add that stack to --stacks, or leave --gfx out."
+        )
+    chosen = {}
+    for stack in per_gpu:
+        valid = stacks[stack].get("gfx_targets", [])
+        targets = [name.strip().lower() for name in gfx]
+        unknown = [name for name, target in zip(gfx, targets) if target not in valid]
+        if unknown:
+            raise BundleError(
+                f"--gfx {unknown[0]!r} is no GPU target of the {stack} stack: name one or more "
+                f"of {', '.join(valid)}."
+            )
+        chosen[stack] = sorted(set(targets))
+    return chosen
+
+
+def parse_indexes(items: list[str], wanted: list) -> dict[str, str]:
+    """--index STACK=URL, each for a stack this make writes: an http(s) index, a file:// folder
+    or a folder's path."""
+    making = [stack for stack, _ in wanted]
+    indexes = {}
+    for item in items:
+        stack, equals, url = item.partition("=")
+        if not equals or not url:
+            raise BundleError(
+                f"--index {item!r} is not STACK=URL: write e.g. --index cpu=https://mirror/simple "
+                "or --index cpu=file:///media/mirror."
+            )
+        if stack not in making:
+            raise BundleError(
+                f"--index names the {stack} stack, which this make does not write (it writes "
+                f"{', '.join(making)}): add {stack} to --stacks, or leave that --index out."
+            )
+        if urlparse(url).scheme not in ("http", "https", "file") and Path(url).is_dir():
+            url = Path(url).resolve().as_uri()  # a mirror's folder, named by its path
+        scheme = urlparse(url).scheme
+        if scheme not in ("http", "https", "file"):
+            raise BundleError(
+                f"--index {item}: name an http(s):// index, a file:// URL or a mirror's folder."
+            )
+        folder = local_folder(url)
+        if folder is not None and not folder.is_dir():
+            raise BundleError(f"--index {item}: there is no folder {folder}: name the mirror's.")
+        indexes[stack] = url
+    return indexes
+
+
+def check_stick_folder(stick: Path) -> None:
+    """The stick's folder is a folder, on a drive that is there; make creates the folder itself
+    when its parent is there, and nothing else outside it."""
+    if stick.exists() and not stick.is_dir():
+        raise BundleError(f"{stick} is a file, not a folder: name the stick's folder (E:\\ or "
+                          "/media/usb), or a new folder on it.")  # fmt: skip
+    if not stick.exists() and not stick.parent.is_dir():
+        raise BundleError(
+            f"There is no folder {stick.parent}: is the stick plugged in, and is that its drive "
+            "letter or mount point?"
+        )
+    if not stick.exists():
+        stick.mkdir()
+    writable(stick, LOCK_FILE)
+
+
+def cannot_write(stick: Path, error: OSError) -> str:
+    where = f" ({error.filename})" if error.filename else ""
+    return (
+        f"Could not write to {stick}{where}: {error.strerror or error}; check that the stick "
+        "is plugged in, has room and is not write-protected (its lock switch, a read-only "
+        "mount), then run this again."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,9 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     maker.add_argument(
         "--platforms",
         nargs="+",
-        default=list(TARGETS),
+        default=list(DEFAULT_TARGETS),
         choices=list(TARGETS),
-        help="the platforms for stacks named without any (default: all three)",
+        help=f"the platforms for stacks named without any (default: {' '.join(DEFAULT_TARGETS)})",
     )
     maker.add_argument(
         "--python", default=project.python_version, help="the laptops' Python (%(default)s)"
@@ -66,48 +167,69 @@ def main(argv: list[str] | None = None) -> int:
         "--gfx",
         nargs="+",
         default=[],
-        help="AMD GPU targets (gfx1151 ...) for a stack whose torch has one extra per GPU",
+        help="AMD GPU targets (gfx1151 ...) for the rocm-windows stack, whose torch has one "
+        "extra per GPU",
     )
     maker.add_argument(
         "--index",
         action="append",
         default=[],
         metavar="STACK=URL",
-        help="a mirror of a stack's package index, in place of its environment file's",
+        help="a mirror of a stack's package index, in place of its environment file's: "
+        "http(s)://, file:// or a folder (a simple index, or a folder of wheels)",
     )
     maker.add_argument("--yes", action="store_true", help="do not ask before downloading")
     checker = commands.add_parser("check", help="check a stick for one environment here")
     checker.add_argument("stick", type=Path)
     checker.add_argument("stack", nargs="?", default=project.accelerator)
     args = parser.parse_args(argv)
-    root = Path.cwd()
+    if args.command == "check":
+        return check(args.stick, args.stack)
     try:
-        if args.command == "check":
-            return check(args.stick, args.stack)
-        if not (root / "environments").is_dir():
-            raise BundleError(f"{root} is not the project folder: cd into it, then run this again.")
-        wanted = parse_stacks(args.stacks, project.stacks, args.platforms)
-        indexes = dict(item.split("=", 1) for item in args.index if "=" in item)
-        extras = {}
-        for stack, _ in wanted:
-            device_extra = project.stacks[stack].get("device_extra")
-            if device_extra and args.gfx:
-                extras["torch"] = [device_extra.format(gfx=gfx) for gfx in args.gfx]
-        bundle = plan(root, args.stick, wanted, args.python, indexes, extras)
+        return make_stick(args, project)
+    except (BundleError, ResolveError, StickBusy) as error:
+        print(error, file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(cannot_write(args.stick, error), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            f"\nStopped: the wheels downloaded so far stay on {args.stick} and in its manifest; "
+            "run the same command again to download the rest.",
+            file=sys.stderr,
+        )
+        return 130
+
+
+def make_stick(args: argparse.Namespace, project) -> int:
+    root = Path.cwd()
+    if not (root / "environments").is_dir():
+        raise BundleError(f"{root} is not the project folder: cd into it, then run this again.")
+    wanted = parse_stacks(args.stacks, project.stacks, args.platforms)
+    check_python(args.python, wanted, project.stacks)
+    gpus = gpu_choices(args.gfx, wanted, project.stacks)
+    indexes = parse_indexes(args.index, wanted)
+    extras = {
+        stack: {
+            "torch": [project.stacks[stack]["device_extra"].format(gfx=gfx) for gfx in gfx_list]
+        }
+        for stack, gfx_list in gpus.items()
+    }
+    check_stick_folder(args.stick)
+    with stick_lock(args.stick):
+        bundle = plan(root, args.stick, wanted, args.python, indexes, extras, gpus)
         total = sum(bundle.sizes.values())
         print(
-            f"{len(bundle.sizes)} wheels, {total / 1e9:.2f} GB in all (sizes from the index); "
-            f"{len(bundle.missing)} to download ({bundle.bytes_to_download() / 1e9:.2f} GB)."
+            f"{len(bundle.sizes)} wheels, {human_size(total)} in all (sizes from the index); "
+            f"{len(bundle.missing)} to download ({human_size(bundle.bytes_to_download())})."
         )
         asked = bundle.missing and not args.yes and sys.stdin.isatty()
         if asked and input("Download them now? [Y/n] ").strip().lower() not in ("", "y", "yes"):
             return 1
         manifest = make(root, args.stick, bundle, project.package_name)
-    except (BundleError, ResolveError) as error:
-        print(error, file=sys.stderr)
-        return 1
     for name, part in sorted(manifest["parts"].items()):
-        print(f"  {name}: {len(part['wheels'])} wheels, {part['bytes'] / 1e9:.2f} GB")
+        print(f"  {name}: {len(part['wheels'])} wheels, {human_size(part['bytes'])}")
     print(f"The stick is ready: {args.stick / 'README.txt'} says how the room installs from it.")
     return 0
 

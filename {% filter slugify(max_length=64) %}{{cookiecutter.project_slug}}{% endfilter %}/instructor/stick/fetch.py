@@ -46,6 +46,22 @@ def size_of(url: str) -> int:
         return 0
 
 
+def human_size(size: int, decimals: int = 0) -> str:
+    """'3.46 GB', '112.4 MB': megabytes below a gigabyte, so that small sizes do not read 0.0."""
+    if size >= 10**9:
+        return f"{size / 1e9:.{2 + decimals}f} GB"
+    return f"{size / 1e6:.{1 + decimals}f} MB"
+
+
+def two_sizes(smaller: int, larger: int) -> tuple[str, str]:
+    """Both sizes in words, with as many decimals as it takes for them to read differently."""
+    for decimals in range(8):
+        pair = human_size(smaller, decimals), human_size(larger, decimals)
+        if pair[0] != pair[1]:
+            return pair
+    return f"{smaller} bytes", f"{larger} bytes"
+
+
 def free_bytes(folder: Path) -> int:
     """Free space where ``folder`` is (or would be created)."""
     while not folder.exists():
@@ -61,7 +77,7 @@ def download(wheel: Wheel, destination: Path, size: int) -> None:
     if tqdm is not None:
         bar = tqdm(total=size or None, unit="B", unit_scale=True, desc=wheel.filename[:40])
     else:
-        print(f"  {wheel.filename} ({size / 1e6:.1f} MB)", flush=True)
+        print(f"  {wheel.filename} ({human_size(size)})", flush=True)
     try:
         local = _local(wheel.url)
         source = open(local, "rb") if local else urllib.request.urlopen(wheel.url, timeout=120)  # noqa: SIM115
@@ -76,6 +92,9 @@ def download(wheel: Wheel, destination: Path, size: int) -> None:
         raise FetchError(
             f"Downloading {wheel.filename} failed ({error}): run again to go on."
         ) from None
+    except BaseException:  # Ctrl+C: the files already finished stay, this half one goes
+        part.unlink(missing_ok=True)
+        raise
     finally:
         if bar is not None:
             bar.close()

@@ -53,6 +53,17 @@ TARGETS = {
             ),
         ),
         Target(
+            "win_arm64",
+            "Windows on Arm (Snapdragon; the cpu stack, Python 3.11 to 3.13)",
+            ("win_arm64",),
+            (
+                ("sys_platform", "win32"),
+                ("platform_system", "Windows"),
+                ("platform_machine", "ARM64"),
+                ("os_name", "nt"),
+            ),
+        ),
+        Target(
             "manylinux_x86_64",
             "Linux x86_64 (glibc 2.28 or newer: Ubuntu 20.04, Debian 10, Fedora 29 and later)",
             (*_MANYLINUX, "manylinux2014_x86_64", "manylinux1_x86_64", "linux_x86_64"),
@@ -77,6 +88,10 @@ TARGETS = {
     )
 }
 
+# What a stack named without platforms is made for: Windows on Arm only when asked for (only the
+# cpu stack has wheels there, and few rooms have such laptops)
+DEFAULT_TARGETS = ("win_amd64", "manylinux_x86_64", "macosx_arm64")
+
 
 def stack_targets(stack: dict, wanted: list[str]) -> list[str]:
     """The platforms of ``wanted`` that ``stack`` runs on, from the support table's own words
@@ -85,6 +100,7 @@ def stack_targets(stack: dict, wanted: list[str]) -> list[str]:
     words = stack.get("platforms", "").lower()
     fits = {
         "win_amd64": "windows" in words,
+        "win_arm64": "windows" in words,
         "manylinux_x86_64": "linux" in words or "wsl" in words,
         "macosx_arm64": "macos" in words,
     }

@@ -123,6 +123,30 @@ def pip_failure(stderr: str) -> str:
     return errors[0] if errors else stderr.strip()
 
 
+PYPI = "https://pypi.org/simple"
+
+
+def local_folder(url: str) -> Path | None:
+    """The folder a file:// URL names (None for any other URL)."""
+    parsed = urlparse(url)
+    if parsed.scheme != "file":
+        return None
+    path = unquote(parsed.path)
+    if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):  # file:///E:/mirror
+        path = path[1:]
+    return Path(path)
+
+
+def mirror_options(url: str) -> list[str]:
+    """pip's options for a mirror of a stack's index, in place of its environment file's: an
+    http(s) index or a file:// folder (a PEP 503 index, or a flat folder of wheels), with PyPI
+    behind it for the packages the stack's own index does not hold."""
+    folder = local_folder(url)
+    if folder is not None and any(folder.glob("*.whl")):
+        return ["--find-links", str(folder)]  # PyPI stays the index
+    return ["--index-url", url, "--extra-index-url", PYPI]
+
+
 def unreachable_indexes(options: list[str]) -> list[str]:
     """The indexes of ``options`` (PyPI when none is named) that do not answer at all: offline,
     pip reports "conflicting dependencies" or "no matching distribution" instead."""
@@ -131,6 +155,11 @@ def unreachable_indexes(options: list[str]) -> list[str]:
         urls.append("https://pypi.org/simple/")
     out_of_reach = []
     for url in urls:
+        folder = local_folder(url)
+        if folder is not None:  # a mirror in a folder: there, or not
+            if not folder.is_dir():
+                out_of_reach.append(str(folder))
+            continue
         try:
             urllib.request.urlopen(url, timeout=15).close()
         except urllib.error.HTTPError:
