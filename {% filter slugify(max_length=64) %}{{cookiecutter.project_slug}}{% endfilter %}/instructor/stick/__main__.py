@@ -216,6 +216,11 @@ def make_stick(args: argparse.Namespace, project) -> int:
         }
         for stack, gfx_list in gpus.items()
     }
+    for stack, _ in wanted:
+        if project.stacks[stack].get("device_extra") and stack not in gpus:
+            known = " ".join(project.stacks[stack].get("gfx_targets", []))
+            print(f"Note: {stack} is made without any GPU's kernels (it trains on the CPU): name "
+                  f"the room's GPUs with --gfx (of {known}).")  # fmt: skip
     check_stick_folder(args.stick)
     with stick_lock(args.stick):
         bundle = plan(root, args.stick, wanted, args.python, indexes, extras, gpus)

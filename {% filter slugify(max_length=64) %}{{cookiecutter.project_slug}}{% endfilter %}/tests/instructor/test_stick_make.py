@@ -503,3 +503,10 @@ def test_the_cpu_stack_can_be_made_for_windows_on_arm(tmp_path):
     ]
     assert "win_arm64" not in DEFAULT_TARGETS
     assert cli.parse_stacks(["cpu"], STACKS, list(DEFAULT_TARGETS))[0][1] == list(DEFAULT_TARGETS)
+
+
+def test_install_py_knows_a_windows_on_arm_laptop(monkeypatch):
+    monkeypatch.setattr(install.sys, "platform", "win32")
+    monkeypatch.setattr(install.platform, "machine", lambda: "ARM64")
+
+    assert install.this_platform() == "win_arm64"
