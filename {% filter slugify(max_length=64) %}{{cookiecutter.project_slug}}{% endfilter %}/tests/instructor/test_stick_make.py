@@ -141,7 +141,10 @@ def test_a_second_make_never_writes_through_a_link(standin, tmp_path, capsys, li
         outside.write_text("a file of this machine's\n")
     before = tree(outside) if outside.is_dir() else outside.read_bytes()
     shutil.rmtree(stick / linked) if (stick / linked).is_dir() else (stick / linked).unlink()
-    (stick / linked).symlink_to(outside, target_is_directory=outside.is_dir())
+    try:
+        (stick / linked).symlink_to(outside, target_is_directory=outside.is_dir())
+    except OSError:  # Windows without the right to make links: nobody else made one either
+        pytest.skip("this account cannot make symbolic links")
     capsys.readouterr()
 
     code = make_cpu(stick)
@@ -466,13 +469,13 @@ def test_the_readme_tells_the_uv_route_and_it_installs_offline(tmp_path):
     subprocess.run([uv(), "venv", "--offline", "--python", sys.executable, str(environment)],
                    check=True, capture_output=True, env=env)  # fmt: skip
     (part,) = manifest["parts"]
-    command = (
-        route[1]
-        .replace("E:\\wheels", str(stick / "wheels"))
-        .replace("E:\\requirements\\PART.txt", str(stick / "requirements" / f"{part}.txt"))
-    )
+    on_this_stick = {
+        "E:\\wheels": str(stick / "wheels"),
+        "E:\\requirements\\PART.txt": str(stick / "requirements" / f"{part}.txt"),
+    }
+    command = [on_this_stick.get(word, word) for word in route[1].split()[1:]]
     installed = subprocess.run(
-        [uv(), *command.split()[1:], "--python", str(environment)],
+        [uv(), *command, "--python", str(environment)],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
