@@ -5,6 +5,7 @@ the system lets go of a dead process's lock. The file says who holds it, for the
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import time
@@ -35,6 +36,9 @@ else:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
+        except OSError as error:  # a file system without locks (some network shares): go on
+            if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL):
+                raise
         return True
 
     def _unlock(descriptor: int) -> None:
