@@ -226,6 +226,16 @@ def _written_by_make(path: Path, first_words: str) -> bool:
         return False
 
 
+def _another_programs_json(path: Path) -> bool:
+    """A manifest.json that is JSON of another shape than a stick's (no files, parts nor
+    format): another program's, which make leaves alone. A damaged stick manifest is make's."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(found, dict) and not {"files", "parts", "format"} & set(found)
+
+
 def check_what_make_writes(
     stick: Path, bundle: Plan, known: dict, mnist: dict[str, Path] | None = None
 ) -> None:
@@ -253,7 +263,8 @@ def check_what_make_writes(
         writable(stick, relative + PART)
         if path.exists() and not _written_by_make(path, first_words):
             _refuse_if_not_ours(path, stick)
-    writable(stick, install.MANIFEST)
+    if _another_programs_json(writable(stick, install.MANIFEST)):
+        _refuse_if_not_ours(stick / install.MANIFEST, stick)
     writable(stick, install.MANIFEST + PART)
     writable(stick, LOCK_FILE)
 

@@ -112,18 +112,25 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 
 @needs_pip
-@pytest.mark.parametrize("own", ["README.txt", "install.py"])
-def test_a_folder_with_its_own_readme_or_installer_is_refused(standin, tmp_path, capsys, own):
+@pytest.mark.parametrize(
+    ("own", "text"),
+    [
+        ("README.txt", "the instructor's own notes\n"),
+        ("install.py", "print('the instructor's own installer')\n"),
+        ("manifest.json", '{"name": "a web app", "version": "1.0"}'),
+    ],
+)
+def test_a_folder_with_its_own_readme_or_installer_is_refused(standin, tmp_path, capsys, own, text):  # noqa: E501
     stick = tmp_path / "stick"
     stick.mkdir()
-    (stick / own).write_text("the instructor's own notes\n")
+    (stick / own).write_text(text)
 
     code = make_cpu(stick)
 
     error = one_sentence(capsys)
     assert code == 1
     assert f"{stick / own} is already there and make did not write it" in error
-    assert (stick / own).read_text() == "the instructor's own notes\n"
+    assert (stick / own).read_text() == text
     assert not (stick / "wheels").exists()
 
 
