@@ -120,7 +120,7 @@ def tree(folder: Path) -> dict[str, bytes]:
         ("manifest.json", '{"name": "a web app", "version": "1.0"}'),
     ],
 )
-def test_a_folder_with_its_own_readme_or_installer_is_refused(standin, tmp_path, capsys, own, text):  # noqa: E501
+def test_the_folders_own_files_are_never_written_over(standin, tmp_path, capsys, own, text):
     stick = tmp_path / "stick"
     stick.mkdir()
     (stick / own).write_text(text)
