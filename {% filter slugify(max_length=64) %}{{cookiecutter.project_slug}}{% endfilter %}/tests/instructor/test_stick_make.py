@@ -111,6 +111,7 @@ def tree(folder: Path) -> dict[str, bytes]:
 # ------------------------------------------------------------------ 1. the stick folder's own files
 
 
+@pytest.mark.slow
 @needs_pip
 @pytest.mark.parametrize(
     ("own", "text"),
@@ -134,6 +135,7 @@ def test_the_folders_own_files_are_never_written_over(standin, tmp_path, capsys,
     assert not (stick / "wheels").exists()
 
 
+@pytest.mark.slow
 @needs_pip
 @pytest.mark.parametrize("linked", ["README.txt", "requirements", "wheels"])
 def test_a_second_make_never_writes_through_a_link(standin, tmp_path, capsys, linked, downloads):
@@ -191,6 +193,7 @@ def refuse_writes_under(folder: Path, monkeypatch) -> None:
     monkeypatch.setattr(io, "open", opener)
 
 
+@pytest.mark.slow
 @needs_pip
 @pytest.mark.parametrize("kind", ["read-only", "a file"])
 def test_a_stick_make_cannot_write_is_one_sentence(standin, tmp_path, capsys, monkeypatch, kind):
@@ -211,6 +214,7 @@ def test_a_stick_make_cannot_write_is_one_sentence(standin, tmp_path, capsys, mo
     assert not stick.is_dir() or os.listdir(stick) == []
 
 
+@pytest.mark.slow
 @needs_pip
 def test_mnist_counts_toward_the_room_the_stick_needs(standin, tmp_path, capsys, monkeypatch):
     stick = tmp_path / "stick"
@@ -224,6 +228,7 @@ def test_mnist_counts_toward_the_room_the_stick_needs(standin, tmp_path, capsys,
     assert not (stick / "wheels").exists() and not (stick / "data").exists()
 
 
+@pytest.mark.slow
 @needs_pip
 def test_a_stick_that_fills_up_during_mnist_keeps_no_half_file(
     standin, tmp_path, capsys, monkeypatch
@@ -246,6 +251,7 @@ def test_a_stick_that_fills_up_during_mnist_keeps_no_half_file(
 # ------------------------------------------------------------------ 3. Ctrl+C, then run again
 
 
+@pytest.mark.slow
 @needs_pip
 def test_a_make_stopped_with_ctrl_c_goes_on_where_it_stopped(
     standin, tmp_path, capsys, downloads, monkeypatch
@@ -289,6 +295,7 @@ with stick_lock(Path(sys.argv[1])):
 """
 
 
+@pytest.mark.slow
 @needs_pip
 def test_a_second_make_at_once_is_refused_and_a_killed_makes_lock_is_not(standin, tmp_path, capsys):
     stick = tmp_path / "stick"
@@ -319,6 +326,7 @@ def test_a_second_make_at_once_is_refused_and_a_killed_makes_lock_is_not(standin
 # ------------------------------------------------------------------ 5. a manifest of another shape
 
 
+@pytest.mark.slow
 @needs_pip
 @pytest.mark.parametrize(
     "manifest",
@@ -385,6 +393,7 @@ def test_gfx_targets_are_taken_in_any_case_and_spacing():
     }
 
 
+@pytest.mark.slow
 @needs_pip
 def test_a_file_mirror_is_read_and_its_failures_are_not_taken_for_no_network(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
@@ -421,6 +430,7 @@ def test_sizes_in_a_refusal_read_differently(tmp_path, monkeypatch, capsys):
 # ------------------------------------------------------------------ 9. GPU targets per part
 
 
+@pytest.mark.slow
 @needs_pip
 def test_a_rocm_windows_part_records_its_gpu_targets(standin, tmp_path):
     served = tmp_path / "amd"
@@ -492,6 +502,7 @@ def test_the_readme_tells_the_uv_route_and_it_installs_offline(tmp_path):
 # ------------------------------------------------------------------ 11. Windows on Arm
 
 
+@pytest.mark.slow
 @needs_pip
 def test_the_cpu_stack_can_be_made_for_windows_on_arm(tmp_path):
     """PyTorch's CPU index has torch for win_arm64 (CPython 3.11-3.13): pip is asked with that
