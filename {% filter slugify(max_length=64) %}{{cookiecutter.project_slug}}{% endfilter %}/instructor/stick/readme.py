@@ -22,8 +22,8 @@ def room_readme(manifest: dict) -> str:
         "2. python E:\\install.py STACK   (STACK as verify_install names it). It checks every",
         "   file against manifest.json first: a missing or damaged file stops it with one",
         "   sentence, before anything is installed.",
-        "   With uv instead (a uv environment has no pip, which install.py runs; PART is the",
-        "   environment's name in brackets below, e.g. cpu-win_amd64-py3.12):",
+        "   A uv environment has no pip, which install.py runs: `python -m ensurepip` adds it",
+        "   offline, or install with uv (PART: the environment's name in brackets below):",
         "     uv venv --offline --python 3.11 .venv-STACK, then activate it as above",
         "     uv pip install --offline --no-index --find-links E:\\wheels --require-hashes"
         " -r E:\\requirements\\PART.txt",
