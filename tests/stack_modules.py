@@ -47,13 +47,24 @@ OTHER_ENVIRONMENT_MODULES = {
     "zipp": ["zipp"],  # importlib-metadata and importlib-resources
     "six": ["six"],  # python-dateutil 2.x, which older Pythons resolve for matplotlib
 }
-# Modules of stacks whose wheels this machine cannot install (AMD's index is not reachable
-# from it), from ROCm/TheRock's packaging templates (build_tools/packaging/python/templates:
-# each package has a pure-Python module, rocm_sdk, rocm_sdk_core, rocm_sdk_libraries, and a
-# platform module, "_" + its name: _rocm_sdk_core/bin holds amdhip64_7.dll) and from users of
-# AMD's Windows build; _rocm_sdk_libraries_custom is an older channel's. NOT confirmed in the
-# wheels themselves.
+# Modules of packages whose wheels this machine cannot install: a Windows ARM64 package, and
+# the rocm-windows stack (AMD's index is not reachable from here), whose names come from
+# ROCm/TheRock's packaging templates (build_tools/packaging/python/templates: each package has
+# a pure-Python module, rocm_sdk, rocm_sdk_core, rocm_sdk_libraries, and a platform module,
+# "_" + its name: _rocm_sdk_core/bin holds amdhip64_7.dll) and from users of AMD's Windows
+# build; _rocm_sdk_libraries_custom is an older channel's. NOT confirmed in the wheels
+# themselves.
 UNREACHABLE_STACK_MODULES = {
+    # onnxruntime-qnn, installed on Windows ARM64 only, and what it requires there beyond
+    # onnxruntime's own requirements, read from the wheels on PyPI (onnxruntime_qnn 2.7.0,
+    # coloredlogs 15.0.1, humanfriendly 10.0, pyreadline3 3.5.6: it installs readline.py).
+    "onnxruntime-qnn": [
+        "onnxruntime_qnn",
+        "coloredlogs",
+        "humanfriendly",
+        "pyreadline3",
+        "readline",
+    ],
     "rocm-windows": [
         "rocm_sdk",
         "rocm_sdk_core",
@@ -160,7 +171,8 @@ def stack_modules() -> dict:
         modules |= top_level_names(dist)
     for names in [*OTHER_ENVIRONMENT_MODULES.values(), *UNREACHABLE_STACK_MODULES.values()]:
         modules |= set(names)
-    pins_of_other_stacks = {"torch-directml", "onnxruntime-directml"}  # Windows-only builds
+    # Windows-only builds: torch-directml and onnxruntime-directml (x64), onnxruntime-qnn (ARM64)
+    pins_of_other_stacks = {"torch-directml", "onnxruntime-directml", "onnxruntime-qnn"}
     return {
         "python": sys.version.split()[0],
         "distributions": sorted(f"{d.metadata['Name']}=={d.version}" for d in found.values()),

@@ -13,6 +13,11 @@ Windows for DirectML) and ``numpy``, then:
     print(model.provider)                     # which one answers, e.g. DmlExecutionProvider
     label, probabilities = model.predict(pixels)[0]   # pixels: uint8 (28, 28) or (N, 28, 28)
 
+A plug-in execution provider, such as onnxruntime-qnn for a Snapdragon NPU, runs the model
+when ``devices`` names its devices (the project's machinery/npu.py shows how to find them):
+
+    model = Model("model.onnx", devices=npu_devices, device_options={"backend_type": "htp"})
+
 The pixels are prepared like the training images: 28x28, a white digit on black, centred
 (``datasets/handwriting.py`` shows how a drawing becomes one). The model file says how to
 normalise them and what the classes are called, so nothing here is specific to MNIST.
@@ -70,15 +75,25 @@ class Model:
     """An exported model in one ONNX Runtime session. ``provider`` says who answers;
     ``fallback`` says why the CPU answers instead of a better provider ("" when it does not)."""
 
-    def __init__(self, path: str | Path, provider: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        provider: str | None = None,
+        devices: list | None = None,
+        device_options: dict[str, str] | None = None,
+    ) -> None:
+        """``devices``: the devices of one plug-in execution provider to try first
+        (``ort.get_ep_devices()`` after ``ort.register_execution_provider_library``, such as
+        onnxruntime-qnn's NPU), with ``device_options``, its provider options."""
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelError(f"There is no ONNX model at {self.path}.")
         _need_onnx_runtime()
-        wanted = provider or best_provider()
+        self.devices, self.device_options = list(devices or []), dict(device_options or {})
+        wanted = self.devices[0].ep_name if self.devices else provider or best_provider()
         self.fallback = ""
         try:
-            self.session = self._session([wanted, CPU] if wanted != CPU else [CPU])
+            self.session = self._session(wanted)
             self._run(np.zeros(self.shape, np.float32))  # a provider that loads may still fail
         except ModelError:
             raise
@@ -86,7 +101,7 @@ class Model:
             if wanted == CPU:
                 raise self._damaged(error) from None
             self.fallback = f"{wanted} failed ({_one_line(error)}); the CPU answers instead"
-            self.session = self._session([CPU])
+            self.session = self._session(CPU)
         self.provider = self.session.get_providers()[0]
         if wanted != CPU and self.provider != wanted and not self.fallback:
             self.fallback = f"{wanted} did not start; the CPU answers instead"
@@ -95,15 +110,20 @@ class Model:
         self.metadata = meta
         self._lock = threading.Lock()  # one Run at a time: DirectML sessions require it
 
-    def _session(self, providers: list[str]) -> ort.InferenceSession:
+    def _session(self, wanted: str) -> ort.InferenceSession:
+        """A session on ``wanted`` (the CPU takes what it cannot run)."""
         options = ort.SessionOptions()
-        if "DmlExecutionProvider" in providers:  # what DirectML requires; else ORT warns
+        if wanted == "DmlExecutionProvider":  # what DirectML requires; else ORT warns
             options.enable_mem_pattern = False
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        providers = [wanted, CPU] if wanted != CPU else [CPU]
+        if self.devices and wanted == self.devices[0].ep_name:  # a plug-in: its own devices
+            options.add_provider_for_devices(self.devices, self.device_options)
+            providers = None  # given here, they would replace the devices
         try:
             session = ort.InferenceSession(str(self.path), options, providers=providers)
         except Exception as error:
-            if providers == [CPU]:
+            if wanted == CPU:
                 raise self._damaged(error) from None
             raise
         inputs, outputs = session.get_inputs(), session.get_outputs()

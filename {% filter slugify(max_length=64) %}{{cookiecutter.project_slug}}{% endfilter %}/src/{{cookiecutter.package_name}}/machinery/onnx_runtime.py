@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import NUM_CLASSES
+from . import npu
 from .checkpoints import BEST, LAST
 from .terminal_text import printable
 
@@ -80,17 +81,22 @@ def export_command(model: Path) -> str:
 
 def open_model(path: Path, provider: str | None = None) -> Any:
     """``predict.Model`` for ``path`` on the best execution provider (or ``provider``), one
-    with this project's ten outputs (model.NUM_CLASSES)."""
+    with this project's ten outputs (model.NUM_CLASSES). The best is a Snapdragon's NPU where
+    onnxruntime-qnn is installed (machinery/npu.py); its ``fallback`` says why it is not."""
     if not Path(path).is_file():
         raise OnnxError(
             f"There is no ONNX model at {printable(path, None)}. Export one from a checkpoint "
             f"first: {export_command(path)}"
         )
     predict = load_predict()
+    found = npu.find_npu(predict.ort) if provider is None else npu.Npu()
     try:
-        model = predict.Model(path, provider)
+        model = predict.Model(path, provider, found.devices, found.options)
     except predict.ModelError as error:  # it may quote names from the file: shown escaped
         raise OnnxError(printable(str(error), None)) from None
+    if found.why_not and not model.fallback:
+        answers = "the CPU" if model.provider == predict.CPU else model.provider
+        model.fallback = f"{found.why_not}; {answers} answers instead"
     if model.outputs != NUM_CLASSES:
         raise OnnxError(
             f"{printable(path, None)} has {model.outputs} outputs, not the {NUM_CLASSES} of this "
