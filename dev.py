@@ -147,6 +147,7 @@ def whole_suite(python: Path) -> int:
     """The Wine lane in the background (its output in WINE_LANE_LOG, printed when it ends)
     beside the other tests in the foreground: 0 when both pass."""
     temporary = Path(tempfile.gettempdir()) / "lenet-template-tests"
+    temporary.mkdir(exist_ok=True)  # pytest makes each lane's --basetemp, not its parent
     pytest = [str(python), "-m", "pytest"]
     WINE_LANE_LOG.parent.mkdir(parents=True, exist_ok=True)
     print(

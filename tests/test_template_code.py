@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -155,4 +156,6 @@ def test_dev_py_test_runs_the_wine_lane_beside_the_others_and_fails_with_either(
     assert wine[-len(dev.WINE_LANE) :] == dev.WINE_LANE  # the Wine lane runs exactly these
     assert [f"--ignore={path}" for path in dev.WINE_LANE] == rest[-len(dev.WINE_LANE) :]
     assert all((TEMPLATE_DIR / path).is_file() for path in dev.WINE_LANE)
-    assert wine[wine.index("--basetemp") + 1] != rest[rest.index("--basetemp") + 1]
+    temporaries = [Path(lane[lane.index("--basetemp") + 1]) for lane in (wine, rest)]
+    assert temporaries[0] != temporaries[1]
+    assert all(folder.parent.is_dir() for folder in temporaries)  # pytest makes no parents
