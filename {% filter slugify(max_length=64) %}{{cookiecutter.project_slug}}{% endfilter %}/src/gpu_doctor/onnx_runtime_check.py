@@ -16,6 +16,7 @@ from typing import Any
 
 from .bounded import describe_error
 from .findings import OK, WARN, Finding
+from .install_commands import reinstall_clean, this_project
 from .project import project_module
 
 CHECK = "ONNX Runtime"
@@ -80,8 +81,7 @@ def findings() -> list[Finding]:
                 WARN,
                 f"{' and '.join(packages)} are installed together: they share the import name "
                 "onnxruntime, so the one installed last has overwritten the other's files.",
-                f"pip uninstall {' '.join(p.split()[0] for p in packages)}, then install the "
-                "one the environment file names.",
+                f"Keep one: {reinstall_clean([p.split()[0] for p in packages], this_project())}.",
                 code="ORT-TWO-PACKAGES",
             )
         ]
@@ -145,7 +145,6 @@ def _broken(package: str, what: str) -> Finding:
         CHECK,
         WARN,
         f"{package} is installed but {what}. Exported models cannot run here.",
-        f"Reinstall it: pip uninstall {name}, then pip install {name} (the version the "
-        "environment file names).",
+        f"Reinstall it: {reinstall_clean([name], this_project())}.",
         code="ORT-BROKEN",
     )
