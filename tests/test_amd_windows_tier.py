@@ -128,7 +128,7 @@ def test_the_doctor_reads_each_gpus_target_from_the_drivers_hip_runtime(winpy, h
     # The iGPU is HIP's device 0; the discrete GPU, whose target the build runs, is chosen.
     assert (seen["stack"], seen["gpu"]) == ("rocm-windows", "AMD Radeon RX 7900 XTX")
     assert seen["venv"][-1] == (
-        'pip install "torch[device-gfx1100]==2.14.0+rocm10.1.0" '
+        'python -m pip install "torch[device-gfx1100]==2.14.0+rocm10.1.0" '
         '"torchvision[device-gfx1100]==0.29.0a0+rocm10.1.0" --index-url '
         "https://stable.repo.amd.com/rocm/whl-next/ --extra-index-url https://pypi.org/simple"
     )

@@ -40,7 +40,7 @@ def test_the_readmes_first_command_is_the_doctor(bake_once, readme):
     ("env_manager", "command"),
     [
         ("conda", "conda env create -f environments/cpu.yml"),
-        ("venv", "pip install -r environments/cpu.txt"),
+        ("venv", "python -m pip install -r environments/cpu.txt"),
         ("uv", "uv sync --python 3.11 --no-default-groups --group dev --group cpu"),
     ],
 )

@@ -16,6 +16,9 @@ import torch
 from gpu_doctor import (
     onnx_runtime_check,
 )
+from gpu_doctor.project import (
+    load_project,
+)
 
 from {{ cookiecutter.package_name }} import (
     draw,
@@ -243,7 +246,11 @@ def test_the_doctor_warns_of_two_onnx_runtime_packages_and_is_silent_without_one
     monkeypatch.setattr(onnx_runtime_check, "installed_packages", lambda: two)
     (finding,) = onnx_runtime_check.findings()
     assert finding.code == "ORT-TWO-PACKAGES"
-    assert "pip uninstall onnxruntime onnxruntime-directml" in finding.fix
+    if load_project().env_manager == "uv":  # its sync reinstalls one and removes the other
+        both = "--reinstall-package onnxruntime --reinstall-package onnxruntime-directml`"
+        assert both in finding.fix
+    else:
+        assert "`python -m pip uninstall onnxruntime onnxruntime-directml`" in finding.fix
 
     monkeypatch.setattr(onnx_runtime_check, "installed_packages", lambda: [])
     assert onnx_runtime_check.findings() == []

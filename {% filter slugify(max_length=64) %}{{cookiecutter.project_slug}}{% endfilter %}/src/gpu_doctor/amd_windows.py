@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .gpus import AMD, Gpu
+from .install_commands import PYTHON_PIP
 from .safe_text import clean_name
 
 STACK = "rocm-windows"
@@ -264,13 +265,19 @@ def device_packages(target: str, stacks: dict | None = None) -> list[str]:
     ]
 
 
-def device_command(target: str, stacks: dict | None = None) -> str:
-    """The one pip command that adds this GPU's kernels to the rocm-windows environment."""
+def device_arguments(target: str, stacks: dict | None = None) -> str:
+    """What pip installs to add this GPU's kernels: the device packages and AMD's index."""
     stack = stack_of(stacks)
     quoted = " ".join(f'"{package}"' for package in device_packages(target, stacks))
     index = stack.get("index_url", "")
     where = f" --index-url {index} --extra-index-url https://pypi.org/simple" if index else ""
-    return f"pip install {quoted}{where}"
+    return f"{quoted}{where}"
+
+
+def device_command(target: str, stacks: dict | None = None) -> str:
+    """The one pip command that adds this GPU's kernels to an activated conda or venv
+    environment (install_commands.kernels speaks the project's environment manager)."""
+    return f"{PYTHON_PIP} install {device_arguments(target, stacks)}"
 
 
 def recommended_first(options: list[Any], properties: Callable[[int], Any]) -> list[Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .findings import FAIL, OK, WARN, Finding
+from .findings import FAIL, NO_ACTION, OK, WARN, Finding
 
 # The areas in the order they are shown, and the checks (a finding's ``check``) each holds.
 AREAS = {
@@ -39,8 +39,10 @@ def area_of(finding: Finding) -> str:
 
 
 def shown_status(finding: Finding) -> str:
-    """The status the summary shows: a warning without an action is information (OK)."""
-    if finding.status == WARN and not finding.asks_action:
+    """The status the summary shows: a warning whose rule says its fix asks nothing (NO_ACTION)
+    is information (OK); any other warning is one, with a fix or without, so an area's mark
+    is never better than its worst finding."""
+    if finding.status == WARN and finding.role == NO_ACTION:
         return OK
     return finding.status
 

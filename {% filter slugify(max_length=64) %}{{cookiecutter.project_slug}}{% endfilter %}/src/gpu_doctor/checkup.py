@@ -460,9 +460,8 @@ def _not_written(path: Path, error: OSError) -> str:
         todo = "free some space on that disk, or name a file on another one with --output"
     else:
         todo = "close the program that has it open, or name a file in another folder"
-    return (
-        f"the report could not be written to {path} ({reason}), so that file is as it was: {todo}"
-    )
+    kept = "that file is as it was" if path.exists() else "no file was made"
+    return f"the report could not be written to {path} ({reason}), so {kept}: {todo}"
 
 
 def report_text(report: Report, code: int, args: argparse.Namespace, stream: IO[str]) -> str:

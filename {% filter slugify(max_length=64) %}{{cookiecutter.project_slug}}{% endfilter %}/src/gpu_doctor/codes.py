@@ -9,7 +9,7 @@ Standard library only (the project generator's hook imports the doctor before to
 
 from __future__ import annotations
 
-from . import findings, onnx_runtime_check
+from . import findings, onnx_runtime_check, project_venv
 from .rules import (
     cards,
     cards_linux,
@@ -41,6 +41,7 @@ SUBJECTS = (
     cuda,
     drivers,
     environment,
+    project_venv,
     packages,
     torch_build,
     device_checks,

@@ -15,6 +15,7 @@ import sys
 from typing import Callable, Iterable
 
 from . import facts as gather
+from . import project_venv
 from .bounded import describe_error
 from .facts import Facts
 from .findings import Finding, internal_error
@@ -47,6 +48,12 @@ def _environment_rules(facts: Facts) -> list[Finding]:
     return environment.check_environment_choice(
         facts.project, facts.os, facts.scan, facts.best, facts.active, facts.context
     )
+
+
+def _venv_rules(facts: Facts) -> list[Finding]:
+    if facts.context == "hook":  # the project was generated a moment ago: no .venv yet
+        return []
+    return project_venv.check_venv(facts.project)
 
 
 def gpu_findings(
@@ -116,6 +123,7 @@ def run_checks(
         (with_os, _os_rules),
         (with_gpus, _gpu_rules),
         (with_active, _environment_rules),
+        (None, _venv_rules),
     ]
     findings: list[Finding] = []
     for add_facts, rules in subjects:

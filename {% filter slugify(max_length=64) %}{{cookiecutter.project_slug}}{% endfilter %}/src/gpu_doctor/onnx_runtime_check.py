@@ -21,6 +21,7 @@ from typing import Any
 from . import os_info
 from .bounded import describe_error
 from .findings import NO_ACTION, OK, WARN, Finding, internal_error
+from .install_commands import reinstall_clean, this_project
 from .os_info import OsInfo
 from .project import project_module
 
@@ -124,8 +125,7 @@ def package_findings(packages: list[str]) -> list[Finding]:
                 WARN,
                 f"{' and '.join(packages)} are installed together: they share the import name "
                 "onnxruntime, so the one installed last has overwritten the other's files.",
-                f"pip uninstall {' '.join(p.split()[0] for p in packages)}, then install the "
-                "one the environment file names.",
+                f"Keep one: {reinstall_clean([p.split()[0] for p in packages], this_project())}.",
                 code="ORT-TWO-PACKAGES",
             )
         ]
@@ -189,8 +189,7 @@ def _broken(package: str, what: str) -> Finding:
         CHECK,
         WARN,
         f"{package} is installed but {what}. Exported models cannot run here.",
-        f"Reinstall it: pip uninstall {name}, then pip install {name} (the version the "
-        "environment file names).",
+        f"Reinstall it: {reinstall_clean([name], this_project())}.",
         code="ORT-BROKEN",
     )
 

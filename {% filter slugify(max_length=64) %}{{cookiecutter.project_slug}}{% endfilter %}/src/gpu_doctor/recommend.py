@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Sequence
 
 from . import amd_linux, amd_windows, nvidia
 from .gpus import AMD, DISCRETE, INTEL, NVIDIA, QUALCOMM, Gpu, is_intel_arc
+from .install_commands import PYTHON_PIP
 from .os_info import WINDOWS_11_BUILD, OsInfo
 from .project import parse_version
 
@@ -355,13 +356,13 @@ class Recommendation:
             venv = [
                 f"{launcher} -m venv {self.venv_dir()}",
                 f"{self.venv_dir()}\\Scripts\\activate",
-                f"pip install -r {self.pip_file}",
+                f"{PYTHON_PIP} install -r {self.pip_file}",
             ]
         else:
             venv = [
                 f"python{python} -m venv {self.venv_dir()}",
                 f"source {self.venv_dir()}/bin/activate",
-                f"pip install -r {self.pip_file}",
+                f"{PYTHON_PIP} install -r {self.pip_file}",
             ]
         conda = [
             f"conda env create -f {self.conda_file}",

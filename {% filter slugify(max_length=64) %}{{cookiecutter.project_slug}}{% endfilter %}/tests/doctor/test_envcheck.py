@@ -126,7 +126,7 @@ def test_python_3_13_with_directml_fails_and_says_there_is_no_wheel():
     ("env_manager", "told", "not_told"),
     [
         ("conda", "`conda env create -f environment.yml`", "requirements.txt"),
-        ("venv", "`pip install -r requirements.txt`", "environment.yml"),
+        ("venv", "`python -m pip install -r requirements.txt`", "environment.yml"),
     ],
 )
 def test_a_new_environment_is_made_from_the_file_the_project_has(env_manager, told, not_told):

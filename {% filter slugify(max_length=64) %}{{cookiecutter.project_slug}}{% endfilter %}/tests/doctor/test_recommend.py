@@ -153,7 +153,7 @@ def test_commands_create_the_recommended_file_on_each_system():
     assert commands["venv"] == [
         "py -3.12 -m venv .venv-xpu",
         ".venv-xpu\\Scripts\\activate",
-        "pip install -r environments/xpu.txt",
+        "python -m pip install -r environments/xpu.txt",
     ]
     linux = recommend.recommend(LINUX, [LINUX_RX_7900]).commands("digits", "3.12", windows=False)
     assert linux["venv"][0] == "python3.12 -m venv .venv-rocm"
@@ -210,7 +210,7 @@ def test_the_wrong_environment_warns_with_the_switch_command_never_fails():
     assert "A370M Graphics [8086:5693]" in finding.found
     assert "`conda env create -f environments/xpu.yml`" in finding.fix
     assert "`py -3.12 -m venv .venv-xpu`" in finding.fix
-    assert "`pip install -r environments/xpu.txt`" in finding.fix
+    assert "`python -m pip install -r environments/xpu.txt`" in finding.fix
 
 
 def test_in_a_uv_project_one_uv_sync_switches_the_venv_to_the_best_stack():
@@ -319,7 +319,7 @@ def test_each_amd_gpu_gets_the_stack_whose_build_runs_it(gpu, target, system, py
     if native:
         assert best.gpu.gfx_target == target
         assert device == [
-            f'pip install "torch[device-{target}]==2.14.0+rocm10.1.0" '
+            f'python -m pip install "torch[device-{target}]==2.14.0+rocm10.1.0" '
             f'"torchvision[device-{target}]==0.29.0a0+rocm10.1.0" --index-url '
             "https://stable.repo.amd.com/rocm/whl-next/ --extra-index-url https://pypi.org/simple"
         ]

@@ -323,8 +323,8 @@ def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
     default = package_rules.project_import_finding(error, room)
     other = package_rules.project_import_finding(error, room.for_stack("xpu"))
 
-    assert "`pip install -r requirements.txt`" in default.fix
-    assert "`pip install -r environments/xpu.txt`" in other.fix
+    assert "`python -m pip install -r requirements.txt`" in default.fix
+    assert "`python -m pip install -r environments/xpu.txt`" in other.fix
 
 
 @pytest.mark.slow
@@ -517,7 +517,7 @@ POINTER = re.compile(
 ROW = re.compile(r"^  (\[.\])  (\S.*?)  +(\S.*)$")
 STATUS_OF_MARK = {"[\u2713]": "ok", "[!]": "WARN", "[\u2717]": "FAIL"}  # rows: the JSON's words
 FIX = re.compile(r"^  \d+\. \[([^\]]+)\] (.*)$")
-PIP = re.compile(r"`pip install ([^`]*)`")
+PIP = re.compile(r"`(?:python -m |uv )?pip install ([^`]*)`")
 
 
 @dataclass
@@ -1546,7 +1546,7 @@ def test_an_error_that_shows_only_when_a_result_is_read_back_says_so():
 
 CREATE = re.compile(r"\b(?:Create|Use) the ([\w-]+) environment\b")
 NOTHING = re.compile(r"\bnothing (?:to install|is needed)\b", re.IGNORECASE)
-INSTALLS = re.compile(r"`pip install [^`]*`|`conda env (?:create|update)[^`]*`")
+INSTALLS = re.compile(r"`(?:python -m )?pip install [^`]*`|`conda env (?:create|update)[^`]*`")
 
 
 def stack_of_install(command: str, default: str) -> str:
@@ -1718,7 +1718,7 @@ def test_no_two_fixes_contradict_on_any_amd_laptop_of_the_room(
     text = " ".join(out.text.split())
     if native and system == "windows-11" and python == "3.13":
         assert "Best for this machine: rocm-windows" in text, out.text
-        assert f'`pip install "torch[device-{native}]==2.14.0+rocm10.1.0"' in text, out.text
+        assert f'`python -m pip install "torch[device-{native}]==2.14.0+rocm10.1.0"' in text
     else:
         assert "[device-" not in text and "Best for this machine: directml" in text, out.text
 
@@ -1733,8 +1733,8 @@ def test_a_radeon_rx_7800_on_windows_11_is_sent_to_amds_build_with_its_kernels(s
     assert "Best for this machine: rocm-windows, but this environment runs the directml" in text
     assert "gfx1101 from the PCI id table" not in text  # a fake scan: the table fills it in
     (fix,) = [fix for label, fix in out.fixes if "Environment" in label]
-    assert "`pip install -r environments/rocm-windows.txt`" in fix
-    assert '`pip install "torch[device-gfx1101]==2.14.0+rocm10.1.0"' in fix
+    assert "`python -m pip install -r environments/rocm-windows.txt`" in fix
+    assert '`python -m pip install "torch[device-gfx1101]==2.14.0+rocm10.1.0"' in fix
 
 
 def amd_windows_run(situation, capsys, name):
@@ -1744,7 +1744,7 @@ def amd_windows_run(situation, capsys, name):
 
 
 DEVICE_FIX = (
-    "Install this GPU's kernels in this environment: `pip install "
+    "Install this GPU's kernels in this environment: `python -m pip install "
     '"torch[device-gfx1101]==2.14.0+rocm10.1.0" "torchvision[device-gfx1101]==0.29.0a0+rocm10.1.0" '
     "--index-url https://stable.repo.amd.com/rocm/whl-next/ --extra-index-url "
     "https://pypi.org/simple`"
@@ -1816,7 +1816,7 @@ def test_a_torch_without_hip_in_the_rocm_windows_environment_says_to_reinstall(
     rows = out.row_texts
     (row,) = [text for check, text in rows if check == "torch build" and "version.hip" in text]
     assert "no ROCm build (torch.version.hip is None)" in row
-    reinstall = "`pip install --force-reinstall -r environments/rocm-windows.txt`"
+    reinstall = "`python -m pip install --force-reinstall -r environments/rocm-windows.txt`"
     assert any(reinstall in fix for label, fix in out.fixes if "torch build" in label), out.text
 
 

@@ -63,17 +63,32 @@ def _brief(gpu: Gpu) -> str:
     return f"{gpu.name} ({gpu.kind})."
 
 
+# The system's GPU tools whose problem a scan names first ("nvidia-smi: ... did not answer").
+GPU_TOOLS = ("nvidia-smi", "rocm-smi", "rocminfo")
+
+
 def _problem_findings(scan: GpuScan, have_gpus: bool) -> list[Finding]:
     if not scan.problems:
         return []
     seen = "; ".join(scan.problems)
     if have_gpus:
+        tools = [tool for tool in GPU_TOOLS if any(p.startswith(tool + ":") for p in scan.problems)]
+        named = f" ({', '.join(tools)})" if tools else ""
+        first = "Restart the machine"
+        if tools:
+            first = f"Run `{'` and `'.join(tools)}` yourself; if it hangs or fails too, restart"
+            first += " the machine"
         return [
             Finding(
                 "GPU",
                 WARN,
                 f"Part of the GPU query failed: {seen}.",
+                f"{first} (a driver update may wait for a restart, or the GPU stopped answering) "
+                "and run this check again; if it still fails, reinstall the GPU driver from the "
+                "GPU maker's website. Until then the GPUs are listed without what that query "
+                "adds.",
                 code="GPU-QUERY-PARTLY-FAILED",
+                brief=f"Part of the GPU query failed{named}.",
             )
         ]
     return [

@@ -21,6 +21,7 @@ from ..findings import (
     fix_name,
     printed_fix,
 )
+from ..install_commands import reinstall
 from ..project import Project
 from ..visible_devices import hidden_fix
 from . import cuda, rocm, rocm_windows
@@ -86,6 +87,8 @@ def device_findings(
                 fix, role, follows = _directml_fix(missing.reason, project, earlier)
             elif missing.kind == "cuda":
                 fix, role, follows = _cuda_fix(missing.reason, project, earlier)
+            elif missing.kind == "xpu":
+                fix, role, follows = _xpu_fix(earlier)
             if hidden:
                 fix, role, follows = hidden, "", ""
             code = f"DEVICE-UNAVAILABLE-{missing.kind.upper()}"
@@ -204,8 +207,9 @@ def _directml_fix(reason: str, project: Project, findings: Sequence[Finding] = (
 def _amd_windows_fix(reason: str, project: Project) -> Advice:
     if "no CUDA" in reason:  # not AMD's build at all (PyPI's CPU torch, most often)
         return (
-            "Reinstall torch from AMD's index: `pip install --force-reinstall -r "
-            "environments/rocm-windows.txt`, then run verify_install again.",
+            "Reinstall torch from AMD's index: "
+            f"`{reinstall(project, '-r environments/rocm-windows.txt')}`, then run "
+            "verify_install again.",
             REPAIRS_ENVIRONMENT,
             "",
         )
@@ -218,6 +222,19 @@ def _amd_windows_fix(reason: str, project: Project) -> Advice:
     )
 
 
+def _xpu_fix(findings: Sequence[Finding] = ()) -> Advice:
+    """The advice for Intel XPU that torch has but cannot use: Intel's GPU and its driver."""
+    driver = printed_fix(findings, UPDATES_DRIVER)
+    which = f" ({fix_name(driver)} says which)" if driver else ""
+    return (
+        "XPU needs an Intel Arc or Core Ultra GPU and Intel's current graphics driver: check "
+        f"that the system lists the GPU and update the driver{which}. Without one, the CPU "
+        "trains.",
+        "",
+        driver.code if driver else "",
+    )
+
+
 def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> Advice:
     """The advice for CUDA that is unavailable, by the reason it gives."""
     if project.accelerator == "rocm-windows":  # AMD's build: torch calls its GPUs cuda too
@@ -226,7 +243,7 @@ def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -
         pins = " ".join(f"{name}=={project.pins[name]}" for name in ("torch", "torchvision"))
         index = project.index_url or "https://download.pytorch.org/whl/cu130"
         return (
-            f"Install the CUDA build: `pip install --force-reinstall {pins} --index-url {index}`.",
+            f"Install the CUDA build: `{reinstall(project, f'{pins} --index-url {index}')}`.",
             REPAIRS_ENVIRONMENT,
             "",
         )

@@ -9,6 +9,7 @@ from typing import Any
 from .. import recommend
 from ..findings import CHOOSES_ENVIRONMENT, OK, REPAIRS_ENVIRONMENT, WARN, Finding
 from ..gpus import GpuScan
+from ..install_commands import install_file
 from ..os_info import OsInfo
 from ..project import Project
 
@@ -41,8 +42,8 @@ def install_command(project: Project) -> str:
     if project.env_manager == "conda":
         return f"`conda env update -f {conda}`"
     if project.env_manager == "venv":
-        return f"`pip install -r {pip}`"
-    return f"`pip install -r {pip}` (venv) or `conda env update -f {conda}` (conda)"
+        return f"`{install_file(project, pip)}`"
+    return f"`{install_file(project, pip)}` (venv) or `conda env update -f {conda}` (conda)"
 
 
 def check_environment_choice(

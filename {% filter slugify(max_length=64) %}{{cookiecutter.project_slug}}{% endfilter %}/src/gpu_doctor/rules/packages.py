@@ -13,6 +13,7 @@ from .. import builds
 from ..bounded import describe_error
 from ..builds import installed_version
 from ..findings import FAIL, OK, REPAIRS_ENVIRONMENT, WARN, Finding
+from ..install_commands import pip
 from ..project import Project, parse_version
 from . import torch_build
 from .environment import install_command
@@ -53,7 +54,7 @@ def install_fix(project: Project) -> str:
     index = f" --index-url {project.index_url}" if project.index_url else ""
     return (
         f"In the project's environment: {install_command(project)}, or directly "
-        f"`{'uv pip' if project.env_manager == 'uv' else 'pip'} install {pins}{index}`."
+        f"`{pip(project, f'install {pins}{index}')}`."
     )
 
 
@@ -146,7 +147,7 @@ def torch_import_finding(error: BaseException, project: Project) -> Finding:
             f"torch is installed but its libraries do not load: {text}.",
             "Install the Microsoft Visual C++ Redistributable (x64) from "
             "https://aka.ms/vs/17/release/vc_redist.x64.exe, open a new terminal and try again; "
-            f"if it persists: `pip install --force-reinstall torch=={project.pins.get('torch')}`.",
+            f"if it persists: {torch_build.reinstall_command(project)}.",
             code="TORCH-DLL",
         )
     return Finding(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..findings import FAIL, NO_ACTION, OK, WARN, Finding
+from ..install_commands import install_file
 from ..project import Project
 
 CODES = {
@@ -47,13 +48,13 @@ def _new_env_fix(project: Project) -> str:
     if project.env_manager == "conda":
         create = "`conda env create -f environment.yml` (it asks for that Python)"
     elif project.env_manager == "venv":
-        create = f"{_venv_create(version)}, then `pip install -r requirements.txt`"
+        create = f"{_venv_create(version)}, then `{install_file(project, 'requirements.txt')}`"
     elif project.env_manager == "uv":
         create = f"`uv sync --python {version}` (uv downloads that Python if needed)"
     else:
         create = (
             f"`conda env create -f environment.yml` (conda), or {_venv_create(version)} "
-            "and `pip install -r requirements.txt` (venv)"
+            f"and `{install_file(project, 'requirements.txt')}` (venv)"
         )
     return (
         f"Create the project's environment with Python {version}: {create}; then select it as "

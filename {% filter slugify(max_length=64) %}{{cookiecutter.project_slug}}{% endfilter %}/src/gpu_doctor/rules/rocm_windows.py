@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable
 from .. import amd_windows
 from ..findings import FAIL, OK, REPAIRS_ENVIRONMENT, WARN, Finding
 from ..gpus import AMD, Gpu
+from ..install_commands import kernels, reinstall
 from ..project import Project
 
 CODES = {
@@ -84,7 +85,7 @@ def kernel_findings(
                 code="ROCM-WINDOWS-KERNELS-OK",
             )
         ]
-    fix = f"`{amd_windows.device_command(target, project.stacks)}`"
+    fix = f"`{kernels(project, target, amd_windows.device_arguments(target, project.stacks))}`"
     if target in installed:
         return [
             Finding(
@@ -145,12 +146,20 @@ def hip_finding(project: Project, torch: Any, installed: str | None = None) -> l
             "torch build",
             WARN,
             "This torch is no ROCm build (torch.version.hip is None): it cannot use the AMD GPU.",
-            f"Reinstall torch from AMD's index: `pip install --force-reinstall -r "
-            f"environments/{amd_windows.STACK}.txt` (index {stack.get('index_url', '?')}).",
+            "Reinstall torch from AMD's index: "
+            f"`{reinstall(project, f'-r environments/{amd_windows.STACK}.txt')}` "
+            f"(index {stack.get('index_url', '?')}).",
             code="ROCM-WINDOWS-HIP",
             role=REPAIRS_ENVIRONMENT,
         )
     ]
+
+
+def _kernels_command(target: str, project: Project | None) -> str:
+    """The command that installs ``target``'s kernels, in the project's words where known."""
+    if project is None:
+        return amd_windows.device_command(target)
+    return kernels(project, target, amd_windows.device_arguments(target, project.stacks))
 
 
 def invalid_image(
@@ -165,9 +174,9 @@ def invalid_image(
         return (
             "Likely cause: the GPU kernels installed (device package) are not this GPU's.",
             "Find the GPU's gfx target (`hipInfo.exe`, or verify_install on the latest Adrenalin "
-            'driver), then `pip install "torch[device-<target>]"` from AMD\'s index.',
+            f"driver), then `{_kernels_command('<target>', project)}` with it.",
         )
-    command = amd_windows.device_command(target, project.stacks if project else None)
+    command = _kernels_command(target, project)
     return (
         f"Likely cause: the GPU kernels installed are not this GPU's {target}.",
         f"Install this GPU's kernels in this environment: `{command}`",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..builds import STACK_NAMES, TorchBuild
 from ..findings import FAIL, OK, REPAIRS_ENVIRONMENT, WARN, Finding
+from ..install_commands import reinstall
 from ..project import Project
 from .environment import install_command
 
@@ -34,7 +35,7 @@ def reinstall_command(project: Project) -> str:
         if name in project.pins
     )
     index = f" --index-url {project.index_url}" if project.index_url else ""
-    return f"`pip install --force-reinstall {pins}{index}`"
+    return f"`{reinstall(project, pins + index)}`"
 
 
 def check_build(project: Project, build: TorchBuild | None) -> list[Finding]:

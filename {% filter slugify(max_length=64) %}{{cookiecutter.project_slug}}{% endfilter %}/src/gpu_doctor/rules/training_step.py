@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..bounded import describe_error
-from ..findings import FAIL, OK, WARN, Finding
+from ..findings import FAIL, NO_ACTION, OK, WARN, Finding
 from ..project import Project
 from ..stepwise import FailingStep
 from . import cuda, rocm, rocm_windows
@@ -147,7 +147,10 @@ def training_step(operators: Sequence[str], others: Sequence[str], device: Any) 
                 "Warnings",
                 WARN,
                 "During the training step: " + " | ".join(others),
+                "These are torch's own warnings; the step itself worked, so training can go on. "
+                "If training fails, report them with this output.",
                 code="TRAIN-STEP-WARNINGS",
+                role=NO_ACTION,
             )
         )
     return findings
