@@ -21,7 +21,7 @@ from typing import Any
 from . import os_info
 from .bounded import describe_error
 from .findings import NO_ACTION, OK, WARN, Finding, internal_error
-from .install_commands import reinstall_clean, this_project
+from .install_commands import PYTHON_PIP, pip, reinstall_clean, this_project
 from .os_info import OsInfo
 from .project import project_module
 
@@ -270,6 +270,15 @@ def _registration_failure(error: Exception) -> str:
     return f"ONNX Runtime cannot register its provider: {describe_error(error)}"
 
 
+WINDOWS_ML_INSTALL = 'install "windowsml[with-ort]"'
+
+
+def pip_of_this_project(arguments: str) -> str:
+    """A pip command as this project's environment manager spells it."""
+    project = this_project()
+    return pip(project, arguments) if project else f"{PYTHON_PIP} {arguments}"
+
+
 def _no_npu(found: str) -> Finding:
     return Finding(
         CHECK,
@@ -278,7 +287,7 @@ def _no_npu(found: str) -> Finding:
         "On a Snapdragon laptop, install the laptop maker's current drivers (Windows Update > "
         "Optional updates: the NPU's driver comes with them), then run verify_install again. "
         f"On a machine without a Qualcomm NPU, {QNN} has nothing to run on: uninstall it "
-        f"(pip uninstall {QNN}).",
+        f"({pip_of_this_project(f'uninstall {QNN}')}).",
         code="ORT-NPU-UNAVAILABLE",
         brief=f"{QNN}: no model runs on the NPU.",
     )
@@ -315,7 +324,8 @@ def windows_ml_findings(
             "with DirectML on every GPU (ARM64 included) and the vendors' own providers (Qualcomm "
             "QNN for the NPU, Intel OpenVINO, NVIDIA TensorRT-RTX, AMD), which it downloads.",
             "Nothing to do: exported models run with the environment's ONNX Runtime. To try "
-            'Windows ML, in an environment of its own: pip install "windowsml[with-ort]" (its '
+            "Windows ML, in an environment of its own: "
+            f"{pip_of_this_project(WINDOWS_ML_INSTALL)} (its "
             f"onnxruntime-windowsml replaces {installed}, never beside it; not with the "
             "Microsoft Store's Python).",
             code="ORT-WINDOWS-ML",
