@@ -11,6 +11,9 @@ KILL_AT_STEP=RANK:STEP makes the process of that rank kill itself (SIGKILL, as t
 out-of-memory killer does) as that training step starts: the other processes are then in the
 same step, waiting for it, whatever the machine's load. EXIT_FOLDER, when set, gets a file
 named after each process's id once its training command has returned (a killed one never does).
+LATE_FINISH_S makes the first process (rank 0) take that much longer to finish a run after the
+test accuracy, as writing large curves would; with EXIT_FOLDER it then leaves a file named
+finished-<its id> there.
 """
 
 import os
@@ -38,6 +41,20 @@ def wrap_steps(delay: float, kill_at: str) -> None:
     train.train_step = test_step
 
 
+def finish_late(delay: float) -> None:
+    finish = train.finish
+
+    def late_finish(*args):
+        result = finish(*args)
+        if os.environ.get("RANK") == "0":
+            time.sleep(delay)
+            if os.environ.get("EXIT_FOLDER"):
+                (Path(os.environ["EXIT_FOLDER"]) / f"finished-{os.getpid()}").touch()
+        return result
+
+    train.finish = late_finish
+
+
 if __name__ == "__main__":
     data.SYNTHETIC_TRAIN_SIZE = int(os.environ.get("SMALL_TRAIN_SIZE", "800"))
     data.SYNTHETIC_TEST_SIZE = 256
@@ -47,6 +64,8 @@ if __name__ == "__main__":
     kill_at = os.environ.get("KILL_AT_STEP", "")
     if delay or kill_at:
         wrap_steps(delay, kill_at)
+    if os.environ.get("LATE_FINISH_S"):
+        finish_late(float(os.environ["LATE_FINISH_S"]))
     try:
         code = train.main(sys.argv[1:])
     finally:

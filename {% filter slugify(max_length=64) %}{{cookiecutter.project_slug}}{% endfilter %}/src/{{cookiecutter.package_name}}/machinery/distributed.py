@@ -171,6 +171,7 @@ def processes(option: Any, environ: Any = os.environ) -> Iterator[Any]:
         silence_stdout()
     try:
         yield option
+        _leave_together()
     except ProcessLost:
         raise
     except Exception as error:
@@ -182,6 +183,21 @@ def processes(option: Any, environ: Any = os.environ) -> Iterator[Any]:
         set_current(SINGLE)
         with contextlib.suppress(Exception):  # after a failure of another process too
             dist.destroy_process_group()
+
+
+def _leave_together() -> None:
+    """A run that ended well: wait until every process is done before any leaves.
+
+    The first process still writes the metrics and curves while the others are done. One that
+    left then would end its interpreter while gloo's worker thread may still be letting go of
+    the last collective's tensors, which needs the interpreter: on a busy machine that thread
+    runs late, and the process ends in "terminate called without an active exception"
+    (SIGABRT), so torchrun reports a failed run. Waiting here (without holding the
+    interpreter) lets that thread finish first. After a failure nobody waits: another process
+    may be gone."""
+    import torch.distributed as dist
+
+    dist.barrier()
 
 
 class ProcessLost(TrainError):
