@@ -83,7 +83,9 @@ def assert_refused_and_kept(capsys, folder, before, *wanted):
 EPOCH_COUNTS = {
     "negative": (lambda state: state.update(epochs_done=-5), "epochs_done is -5, below 0"),
     "more than planned": (
-        lambda state: state.update(epochs_done=3, history=state["history"] * 2),
+        lambda state: state.update(
+            epochs_done=3, history=[*state["history"], {**state["history"][-1], "epoch": 3}]
+        ),
         "more than the 2 epochs planned",
     ),
     "not the history's": (

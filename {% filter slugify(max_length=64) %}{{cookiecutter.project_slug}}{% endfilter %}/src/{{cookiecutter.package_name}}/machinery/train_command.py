@@ -155,7 +155,8 @@ def main(
     argv: Sequence[str] | None, train: Callable[..., Any], config_class: type[TrainConfig]
 ) -> int:
     """Parse ``argv``, run ``train(config, explicit=...)``, turn its errors into exit codes."""
-    return command(lambda args: _main(args, train, config_class))(argv)
+    code = command(lambda args: _main(args, train, config_class))(argv)
+    return distributed.end_process(code)  # TORCHRUN: ends here, without Python's finalization
 
 
 def _main(
