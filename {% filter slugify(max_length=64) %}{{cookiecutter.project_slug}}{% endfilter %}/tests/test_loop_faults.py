@@ -18,6 +18,7 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
+    distributed,
     stopping,
 )
 from test_distributed import ARGS, ROOT, finish, not_on_windows, start, torchrun_command
@@ -334,3 +335,28 @@ def test_after_a_good_run_no_process_leaves_before_the_first_has_finished(tmp_pa
     others = [p for p in exited.iterdir() if p.name not in (first, finished[0].name)]
     assert len(others) == 1, sorted(p.name for p in exited.iterdir())
     assert others[0].stat().st_mtime_ns >= finished[0].stat().st_mtime_ns
+
+
+def test_under_torchrun_a_finished_command_ends_its_process_without_finalization(
+    tmp_path, child_limit
+):
+    """What ends a torchrun process: its exit code, its output flushed, and none of Python's
+    finalization (where a gloo thread that runs late aborts the process)."""
+    program = (
+        "import atexit, sys\n"
+        "from {{ cookiecutter.package_name }}.machinery import distributed\n"
+        "atexit.register(lambda: print('finalized'))\n"
+        "print('trained', end='')\n"
+        "sys.exit(distributed.end_process(3) + 10)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(SRC), WORLD_SIZE="2", RANK="1", LOCAL_RANK="1")
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=child_limit,
+    )
+    assert (done.returncode, done.stdout) == (3, "trained"), done.stderr[-2000:]
+    assert distributed.end_process(3) == 3  # without torchrun: the code, and nothing else
