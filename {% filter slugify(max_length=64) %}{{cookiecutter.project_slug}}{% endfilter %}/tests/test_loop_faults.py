@@ -213,6 +213,10 @@ SAVED = {
         lambda config: config.update(optimizer="x" * 3_000_000),
         "optimizer='xxxxxxxx",
     ),
+    "3 MB folder path": (
+        lambda config: config.update(dataset="folder:" + "a" * 3_000_000),
+        "dataset='folder:aaaa",
+    ),
 }
 
 
@@ -225,6 +229,14 @@ def test_saved_settings_a_run_cannot_use_are_refused_in_one_short_line(
     assert_refused_and_kept(capsys, tmp_path, before, wanted)
     _, _, err = run_train(capsys, "--resume", "--output-dir", str(tmp_path))
     assert len(err) < 500, err[:1000]
+
+
+def test_a_dataset_path_the_system_refuses_is_one_short_sentence(capsys, cpu_only, tmp_path):
+    code, _, err = run_train(
+        capsys, "--dataset", "folder:" + "a" * 100_000, "--output-dir", str(tmp_path / "run")
+    )
+    assert code == 2 and err.startswith("error: --dataset folder:aaa"), err[:300]
+    assert "name a folder that exists" in err and len(err) < 500, err[:300]
 
 
 # --------------------------------------------------------------------------------------------

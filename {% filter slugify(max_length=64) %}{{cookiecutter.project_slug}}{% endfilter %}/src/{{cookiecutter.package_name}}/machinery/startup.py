@@ -97,6 +97,9 @@ def _number(value: Any, positive: bool, below: float = FLOAT32_MAX) -> bool:
     return (value > 0 if positive else value >= 0) and value <= below
 
 
+MAX_PATH = 32_767  # the longest path Windows takes (Linux: 4,096); longer is no folder's
+
+
 # What each saved setting must be for the run to continue, said the way the user reads it.
 _SAVED_SETTINGS = {
     "epochs": (lambda v: _whole(v, 1, MAX_EPOCHS), f"a whole number from 1 to {MAX_EPOCHS}"),
@@ -112,7 +115,10 @@ _SAVED_SETTINGS = {
     ),
     "weight_decay": (lambda v: _number(v, positive=False), "zero or a positive float32 number"),
     "seed": (lambda v: _whole(v, 0), f"a whole number from 0 to {MAX_SEED}"),
-    "dataset": (data.is_dataset, "one of " + ", ".join(data.DATASETS) + ", folder:<path>"),
+    "dataset": (
+        lambda v: data.is_dataset(v) and len(v) <= MAX_PATH,
+        f"one of {', '.join(data.DATASETS)}, folder:<path> (at most {MAX_PATH:,} characters)",
+    ),
 }
 SHOWN = 60  # characters of a saved value a message shows: a file may hold megabytes of text
 
@@ -216,6 +222,11 @@ def _load_data(name: str, data_dir: Path) -> data.Dataset:
         return data.load_dataset(name, data_dir)
     except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:
         raise TrainError(str(error)) from error
+    except OSError as error:  # a path the system refuses outright: too long, a bad name
+        raise TrainError(
+            f"--dataset {printable(name, SHOWN)} cannot be read ({error.strerror or error}): "
+            "name a folder that exists, with one subfolder of images per class."
+        ) from error
 
 
 # --------------------------------------------------------------------------------------------
