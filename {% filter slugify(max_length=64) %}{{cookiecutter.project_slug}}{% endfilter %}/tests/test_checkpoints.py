@@ -175,13 +175,17 @@ def test_to_cpu_copies_nested_containers():
 # The checkpoint a run saves, as evaluate, export, draw and --resume read it
 
 
+EPOCH_NUMBERS = {"train_loss": 0.5, "train_accuracy": 0.9, "val_loss": 0.4, "val_accuracy": 0.9}
+
+
 def test_a_checkpoint_reads_back_as_it_was_saved(tmp_path):
     saved = checkpoints.Checkpoint(
         model=LeNet5().state_dict(),
         config={"dataset": "folder:/photos", "epochs": 5},
         data_split={"classes": ["cat", "dog"]},
         epochs_done=3,
-        history=[{"epoch": 1}, {"epoch": 2}, {"epoch": 3}],
+        history=[{"epoch": e, **EPOCH_NUMBERS} for e in (1, 2, 3)],
+        rng={"generator": torch.Generator().get_state(), "torch": torch.get_rng_state()},
     )
     saved.save(tmp_path / "best.pt")
     loaded = checkpoints.Checkpoint.load(tmp_path / "best.pt")

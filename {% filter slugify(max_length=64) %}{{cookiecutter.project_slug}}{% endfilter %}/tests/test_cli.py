@@ -75,7 +75,7 @@ def test_help_states_the_defaults(capsys):
         (["--batch-size", "many"], "is not a whole number"),
         (["--lr", "-1"], "must be a positive number"),
         (["--lr", "nan"], "must be a positive number"),
-        (["--momentum", "-0.1"], "--momentum: must be zero or a positive number, not -0.1"),
+        (["--momentum", "-0.1"], "--momentum: must be from 0 up to (not including) 1"),
         (["--optimizer", "lbfgs"], "invalid choice"),
         (["--dataset", "cifar"], "'cifar' is not a dataset"),
         (["--seed", "99999999999999999999999"], "must be a whole number from 0 to"),

@@ -15,6 +15,11 @@ bar shows how far each device is.
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow): as the module
+    from machinery.script import run_as_module
+
+    run_as_module(__file__)
+
 import argparse
 import itertools
 import sys

@@ -23,6 +23,11 @@ both kinds, so the training loop is the same for both.
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow): as the module
+    from machinery.script import run_as_module
+
+    run_as_module(__file__)
+
 import math
 import sys
 from dataclasses import dataclass, field, replace

@@ -17,6 +17,11 @@ supports (up to 20).
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow): as the module
+    from machinery.script import run_as_module
+
+    run_as_module(__file__)
+
 import argparse
 import contextlib
 import io

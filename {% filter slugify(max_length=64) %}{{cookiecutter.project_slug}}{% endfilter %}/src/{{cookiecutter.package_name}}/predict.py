@@ -233,7 +233,13 @@ def _one_line(error: Exception) -> str:
 # which needs torch and the project's models: imported only here (no import statement), so that
 # a copy of this file still needs nothing but onnxruntime and numpy.
 if __name__ == "__main__":
-    if not __package__:  # a copy, run as a script
-        raise SystemExit("This file is a module: `from predict import Model` in your program.")
+    if not __package__:  # run as a file: the project's (PyCharm's arrow), or a copy
+        try:
+            from machinery.script import run_as_module
+        except ImportError:  # a copy, without the project beside it
+            raise SystemExit(
+                "This file is a module: `from predict import Model` in your program."
+            ) from None
+        run_as_module(__file__)
     command = __import__(f"{__package__}.machinery.predict_command", fromlist=["main"])
     raise SystemExit(command.main())

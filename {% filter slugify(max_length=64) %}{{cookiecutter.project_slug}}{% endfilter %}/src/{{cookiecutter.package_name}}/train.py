@@ -26,6 +26,11 @@ metrics files and curves, and the command line.
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow): as the module
+    from machinery.script import run_as_module
+
+    run_as_module(__file__)
+
 import math
 import sys
 import time
@@ -320,7 +325,7 @@ def train_epoch(run: Run, epoch: int) -> EpochTraining:
 
 def diverged_at(run: Run, epoch: int, batch: int) -> TrainError:
     saved = run.epochs_done > 0 and not run.cfg.dry_run
-    return stopping.diverged(epoch, batch, run.last_path, run.epochs_done, saved, run.cfg.peak_lr)
+    return stopping.diverged(epoch, batch, run.last_path, run.epochs_done, saved, run.cfg)
 
 
 def stop_inside_epoch(run: Run, epoch: int, sums: EpochMeter, next_batch: int) -> None:

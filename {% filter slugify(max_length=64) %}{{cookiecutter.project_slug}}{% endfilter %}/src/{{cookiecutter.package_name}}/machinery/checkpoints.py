@@ -10,7 +10,10 @@
 - A file that is truncated, corrupt or not ours raises CheckpointError with a clear sentence.
 
 ``Checkpoint`` is what a training run saves, read once and checked once (``Checkpoint.load``):
-evaluate, export, draw and ``--resume`` use its fields, never the file's raw entries.
+evaluate, export, draw and ``--resume`` use its fields, never the file's raw entries. An entry
+of the right type with the wrong content (a negative epoch count, a history row that is text)
+counts as missing and says why in ``problems``; ``resume_refusal`` turns what ``--resume``
+cannot do without into one sentence, before anything is trained or written.
 """
 
 from __future__ import annotations
@@ -199,6 +202,102 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_count(value: Any) -> bool:
+    return _is_int(value) and value >= 0
+
+
+def _is_state(value: Any) -> bool:
+    """A random generator's state, as ``get_state`` gives it: a 1-D uint8 tensor."""
+    return isinstance(value, torch.Tensor) and value.dtype == torch.uint8 and value.dim() == 1
+
+
+# What a row of the history, a point of the curves within epochs, and the position of a run
+# stopped inside an epoch hold: each entry and what it must be.
+HISTORY_ROW = {
+    "epoch": _is_int,
+    "train_loss": _is_number,
+    "train_accuracy": _is_number,
+    "val_loss": _is_number,
+    "val_accuracy": _is_number,
+}
+POINT = {
+    "epoch": _is_int,
+    "x": _is_number,
+    "loss_sum": _is_number,
+    "correct": _is_count,
+    "seen": _is_count,
+}
+POSITION = {
+    "batch": _is_count,
+    "generator": _is_state,
+    "loss_sum": _is_number,
+    "correct": _is_count,
+    "seen": _is_count,
+    "seconds": _is_number,
+}
+
+
+def _entry_problem(value: Any, wanted: dict[str, Any], what: str) -> str | None:
+    """Why ``value`` is not a ``what`` with the entries ``wanted`` names, or None."""
+    if not isinstance(value, dict):
+        return f"{what} is a {type(value).__name__}, not a table of numbers"
+    for name, valid in wanted.items():
+        if name not in value:
+            return f"{what} has no {name}"
+        if not valid(value[name]):
+            return f"{what} has {name}={printable(repr(value[name]), 40)}"
+    return None
+
+
+def _rows_problem(rows: list[Any], wanted: dict[str, Any], what: str) -> str | None:
+    for index, row in enumerate(rows):
+        problem = _entry_problem(row, wanted, f"{what} {index + 1}")
+        if problem:
+            return problem
+        extra = [k for k, v in row.items() if not (isinstance(k, str) and _is_number(v))]
+        if extra:
+            return f"{what} {index + 1} holds {printable(repr(extra[0]), 40)}, not a number"
+    return None
+
+
+def _history_problem(history: list[Any]) -> str | None:
+    problem = _rows_problem(history, HISTORY_ROW, "history row")
+    if problem:
+        return problem
+    numbers = [row["epoch"] for row in history]
+    if numbers != list(range(1, len(history) + 1)):
+        return f"its history's epochs are {printable(numbers, 40)}, not 1, 2, 3, ..."
+    return None
+
+
+def _rng_problem(rng: dict[str, Any]) -> str | None:
+    for name in ("generator", "torch"):
+        if not _is_state(rng.get(name)):
+            return f"its random state has no {name} state (a 1-D tensor of bytes)"
+    return None
+
+
+def _content_problems(found: dict[str, Any]) -> dict[str, str]:
+    """What is wrong with the content of entries of the right type: {entry: why}."""
+    checks = {
+        "epochs_done": lambda v: None if v >= 0 else f"epochs_done is {v}, below 0",
+        "history": _history_problem,
+        "points": lambda v: _rows_problem(v, POINT, "curve point"),
+        "position": lambda v: None if v is None else _entry_problem(v, POSITION, "its position"),
+        "rng": _rng_problem,
+    }
+    problems = {}
+    for name, check in checks.items():
+        problem = check(found[name]) if name in found else None
+        if problem:
+            problems[name] = problem
+    return problems
+
+
 @dataclass
 class Checkpoint:
     """A training run's state after ``epochs_done`` epochs (``last.pt``, ``best.pt``).
@@ -220,7 +319,8 @@ class Checkpoint:
     rng: dict[str, Any] = field(default_factory=dict)  # "generator" and "torch" RNG states
     torch_version: str = ""
     model_class: str = "LeNet5"
-    missing: tuple[str, ...] = ()  # entries the file did not hold
+    missing: tuple[str, ...] = ()  # entries the file did not hold (or held damaged)
+    problems: dict[str, str] = field(default_factory=dict)  # damaged entries: what is wrong
 
     @property
     def dataset(self) -> str:
@@ -248,13 +348,15 @@ class Checkpoint:
 
     def save(self, path: Path) -> None:
         """Write it to ``path`` atomically, tensors on the CPU (CheckpointWriteError)."""
-        entries = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "missing"}
+        skipped = ("missing", "problems")  # what was read, not what is saved
+        entries = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skipped}
         save_checkpoint(entries, path)
 
     @classmethod
     def load(cls, path: Path) -> Checkpoint:
         """The checkpoint at ``path``; CheckpointError when it cannot be read or holds no
-        model. Entries of the wrong type count as missing."""
+        model. Entries of the wrong type, or of the right type with the wrong content, count
+        as missing; ``problems`` says what is wrong with the latter."""
         state = load_checkpoint(path)
         if not isinstance(state.get("model"), dict):
             raise CheckpointError(
@@ -277,5 +379,90 @@ class Checkpoint:
         found = {
             name: state[name] for name, ok in wanted.items() if name in state and ok(state[name])
         }
+        problems = _content_problems(found)
+        found = {name: value for name, value in found.items() if name not in problems}
         missing = tuple(name for name in wanted if name not in found)
-        return cls(model=state["model"], **found, missing=missing)
+        return cls(model=state["model"], **found, missing=missing, problems=problems)
+
+    def resume_refusal(self, path: Path) -> str | None:
+        """Why ``--resume`` cannot continue from this checkpoint (read from ``path``), in one
+        sentence that says what to do; None when it can. Checked before the run trains or
+        writes anything, so that a damaged file is never saved again."""
+        problem = self._resume_problem()
+        return None if problem is None else cannot_resume(path, problem)
+
+    def _resume_problem(self) -> str | None:
+        needed = ("optimizer", "config", "history", "rng", "epochs_done", "position")
+        for name in (*needed, "points"):  # points: older files have none, which is fine
+            if name in self.problems:
+                return self.problems[name]
+        absent = [name for name in needed if name in self.missing]
+        if absent:
+            return f"it is incomplete (no {', '.join(absent)})"
+        planned = self.config.get("epochs")
+        if _is_int(planned) and self.epochs_done > planned:
+            return f"epochs_done is {self.epochs_done}, more than the {planned} epochs planned"
+        rows, done = len(self.history), self.epochs_done
+        if rows != done:
+            return f"its history has {rows} epochs, but epochs_done is {done}"
+        if self.position is not None and _is_int(planned) and self.epochs_done >= planned:
+            return "it stopped inside an epoch after its last one"
+        late = [p["epoch"] for p in self.points if not 1 <= p["epoch"] <= self.epochs_done + 1]
+        if late:
+            return f"a curve point is of epoch {late[0]}, not one it trained"
+        return None
+
+
+def cannot_resume(path: Path, problem: str) -> str:
+    """The sentence that refuses ``--resume`` from ``path`` because of ``problem``."""
+    return (
+        f"{path} cannot be resumed: {problem}. Start a new run without --resume, or in "
+        f"another --output-dir (evaluate, export and draw use the {BEST} beside it)."
+    )
+
+
+def optimizer_problem(saved: dict[str, Any], optimizer: torch.optim.Optimizer) -> str | None:
+    """Why ``saved`` (an optimizer's state dict read from a file) cannot go into
+    ``optimizer``, or None. ``load_state_dict`` checks only the number of parameters: a
+    setting that is not a number, or a momentum buffer of another shape, would fail only in
+    the middle of the first step."""
+    groups, state = saved.get("param_groups"), saved.get("state")
+    own_groups = optimizer.state_dict()["param_groups"]
+    if not isinstance(groups, list) or not isinstance(state, dict):
+        return "its optimizer state is not a state dict"
+    if len(groups) != len(own_groups):
+        return "its optimizer state is not one of this optimizer"
+    shapes: dict[Any, torch.Size] = {}
+    for group, own, live in zip(groups, own_groups, optimizer.param_groups):
+        ids = group.get("params") if isinstance(group, dict) else None
+        if not isinstance(ids, list) or len(ids) != len(own["params"]):
+            return "its optimizer state is not one of this optimizer"
+        for name, value in own.items():
+            if name != "params" and name in group and not _like(group[name], value):
+                return f"its optimizer's {name} is {printable(repr(group[name]), 40)}"
+        shapes.update((i, param.shape) for i, param in zip(ids, live["params"]))
+    for key, entries in state.items():
+        if key not in shapes or not isinstance(entries, dict):
+            return "its optimizer state is not one of this optimizer"
+        for name, value in entries.items():
+            if not _fits(value, shapes[key]):
+                return f"its optimizer's {printable(name, 40)} does not fit the model"
+    return None
+
+
+def _like(value: Any, own: Any) -> bool:
+    """Whether a saved optimizer setting can stand where the optimizer has ``own``."""
+    if isinstance(own, bool):
+        return isinstance(value, bool)
+    if _is_number(own):
+        return _is_number(value) and not (value != value or abs(value) == float("inf"))
+    if isinstance(own, (tuple, list)):
+        return isinstance(value, (tuple, list)) and len(value) == len(own)
+    return True  # None or text: torch itself checks it
+
+
+def _fits(value: Any, shape: torch.Size) -> bool:
+    """A state entry of a parameter: a step count, or a tensor of the parameter's shape."""
+    if isinstance(value, torch.Tensor):
+        return value.dim() == 0 or value.shape == shape
+    return value is None or _is_number(value)

@@ -28,8 +28,12 @@ def command_parser(module: str, description: str) -> argparse.ArgumentParser:
     )
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _quoted(text: str) -> str:
-    return repr(text) if len(text) <= 40 else repr(text[:37] + "...")
+    return repr(_short(text))
 
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:
@@ -55,19 +59,43 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
 positive_int = whole_number(1, 2**31 - 1)
 
 
+# The largest float32: the model and the optimizer compute in float32, where a larger
+# --lr or --weight-decay is infinite and ends the first step in an overflow.
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{_quoted(text)} is not a number") from None
+
+
 def _float_at_least(zero_allowed: bool) -> Callable[[str], float]:
     wanted = "zero or a positive number" if zero_allowed else "a positive number"
 
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        value = _number(text)
         if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
-            raise argparse.ArgumentTypeError(f"must be {wanted}, not {text}")
+            raise argparse.ArgumentTypeError(f"must be {wanted}, not {_short(text)}")
+        if value > FLOAT32_MAX:
+            raise argparse.ArgumentTypeError(
+                f"must be at most {FLOAT32_MAX:.4g} (the largest float32), not {_short(text)}"
+            )
         return value
 
     return parse
+
+
+def momentum(text: str) -> float:
+    """--momentum: from 0 (plain SGD) up to, not including, 1: the share of the last step
+    that the next one keeps, so 1 or more makes every step larger than the one before."""
+    value = _number(text)
+    if not 0 <= value < 1:  # NaN fails this too
+        raise argparse.ArgumentTypeError(
+            f"must be from 0 up to (not including) 1, such as 0.9, not {_short(text)}"
+        )
+    return value
 
 
 # torch.manual_seed takes at most 64 bits; 2**63 - 1 keeps every seed also a valid int64.

@@ -171,6 +171,7 @@ def processes(option: Any, environ: Any = os.environ) -> Iterator[Any]:
         silence_stdout()
     try:
         yield option
+        _leave_together()
     except ProcessLost:
         raise
     except Exception as error:
@@ -182,6 +183,39 @@ def processes(option: Any, environ: Any = os.environ) -> Iterator[Any]:
         set_current(SINGLE)
         with contextlib.suppress(Exception):  # after a failure of another process too
             dist.destroy_process_group()
+
+
+def _leave_together() -> None:
+    """A run that ended well: every process waits here until the first is done writing.
+
+    While a process waits, without holding the interpreter, gloo's worker threads let go of
+    the last collectives' tensors, which needs the interpreter; a process that went on to end
+    its interpreter first could abort (``end_process``). After a failure nobody waits: another
+    process may be gone."""
+    import torch.distributed as dist
+
+    dist.barrier()
+
+
+def end_process(code: int) -> int:
+    """``code``, or under torchrun: end this process now with ``code``, its output flushed.
+
+    Ending the interpreter (Python's finalization) while one of gloo's worker threads still
+    lets go of a collective's tensors aborts the process: the thread asks for the interpreter,
+    Python ends the thread, and C++ calls "terminate called without an active exception"
+    (SIGABRT); torchrun then reports a run that finished as failed. On a busy machine that
+    thread runs late. Everything is saved by now (checkpoints are flushed to disk when
+    written), so the process ends without the finalization, as a killed one would."""
+    try:
+        many = from_environment().many
+    except TrainError:
+        many = False
+    if not many:
+        return code
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 class ProcessLost(TrainError):

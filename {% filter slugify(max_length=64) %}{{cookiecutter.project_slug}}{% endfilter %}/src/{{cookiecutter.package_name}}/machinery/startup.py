@@ -19,12 +19,14 @@ from ..datasets import folder, mnist
 from ..datasets.folder_split import split_change
 from . import checkpoints, devices, distributed, output_lock, run_folders, this_project
 from .checkpoints import LAST, RUN_SETTINGS
-from .cli import MAX_SEED
+from .cli import FLOAT32_MAX, MAX_SEED
 from .console import say
 from .epoch_meter import Position
 from .optim import OPTIMIZERS
 from .ranks import current
 from .stopping import TrainError, finite
+from .terminal_text import printable
+from .train_command import MAX_BATCH_SIZE, MAX_EPOCHS
 
 if TYPE_CHECKING:  # train.py imports this module
     from ..train import Run, TrainConfig
@@ -88,35 +90,47 @@ def _whole(value: Any, low: int, high: int = MAX_SEED) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def _number(value: Any, positive: bool) -> bool:
+def _number(value: Any, positive: bool, below: float = FLOAT32_MAX) -> bool:
+    """A number the run computes with in float32: finite there, and not negative."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not finite(value):
         return False
-    return value > 0 if positive else value >= 0
+    return (value > 0 if positive else value >= 0) and value <= below
+
+
+MAX_PATH = 32_767  # the longest path Windows takes (Linux: 4,096); longer is no folder's
 
 
 # What each saved setting must be for the run to continue, said the way the user reads it.
 _SAVED_SETTINGS = {
-    "epochs": (lambda v: _whole(v, 1), "a whole number of at least 1"),
-    "batch_size": (lambda v: _whole(v, 1), "a whole number of at least 1"),
-    "lr": (lambda v: v is None or _number(v, positive=True), "a positive number"),
+    "epochs": (lambda v: _whole(v, 1, MAX_EPOCHS), f"a whole number from 1 to {MAX_EPOCHS}"),
+    "batch_size": (
+        lambda v: _whole(v, 1, MAX_BATCH_SIZE),
+        f"a whole number from 1 to {MAX_BATCH_SIZE}",
+    ),
+    "lr": (lambda v: v is None or _number(v, positive=True), "a positive float32 number"),
     "optimizer": (lambda v: v in OPTIMIZERS, "one of " + ", ".join(OPTIMIZERS)),
-    "momentum": (lambda v: _number(v, positive=False), "zero or a positive number"),
-    "weight_decay": (lambda v: _number(v, positive=False), "zero or a positive number"),
+    "momentum": (
+        lambda v: _number(v, positive=False) and v < 1,
+        "a number from 0 up to, not including, 1",
+    ),
+    "weight_decay": (lambda v: _number(v, positive=False), "zero or a positive float32 number"),
     "seed": (lambda v: _whole(v, 0), f"a whole number from 0 to {MAX_SEED}"),
-    "dataset": (data.is_dataset, "one of " + ", ".join(data.DATASETS) + ", folder:<path>"),
+    "dataset": (
+        lambda v: data.is_dataset(v) and len(v) <= MAX_PATH,
+        f"one of {', '.join(data.DATASETS)}, folder:<path> (at most {MAX_PATH:,} characters)",
+    ),
 }
+SHOWN = 60  # characters of a saved value a message shows: a file may hold megabytes of text
 
 
 def _check_saved_settings(saved: dict[str, Any], path: Path) -> None:
     """TrainError unless every saved setting is one a run can continue with (a checkpoint
     edited by hand, or written by other code, must not end in a traceback mid-run)."""
-    fresh = "Start a new run without --resume, or in another --output-dir."
     for name, (valid, wanted) in _SAVED_SETTINGS.items():
         if name in saved and not valid(saved[name]):
-            raise TrainError(
-                f"{path} cannot be resumed: its saved setting {name}={saved[name]!r} is not "
-                f"{wanted}. {fresh}"
-            )
+            value = printable(repr(saved[name]), SHOWN)
+            problem = f"its saved setting {name}={value} is not {wanted}"
+            raise TrainError(checkpoints.cannot_resume(path, problem))
 
 
 def _load(path: Path) -> checkpoints.Checkpoint:
@@ -124,10 +138,9 @@ def _load(path: Path) -> checkpoints.Checkpoint:
         checkpoint = checkpoints.Checkpoint.load(path)
     except checkpoints.CheckpointError as error:
         raise TrainError(str(error)) from error
-    needed = ("optimizer", "config", "history", "rng", "epochs_done", "position")
-    missing = [k for k in needed if k in checkpoint.missing]
-    if missing:
-        raise TrainError(f"{path} is incomplete (no {', '.join(missing)}); it cannot be resumed.")
+    refusal = checkpoint.resume_refusal(path)
+    if refusal:
+        raise TrainError(refusal)
     return checkpoint
 
 
@@ -144,6 +157,12 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
             f"{error} It cannot be resumed: start a new run without --resume, or in "
             "another --output-dir."
         ) from error
+    where = checkpoint.position
+    problem = checkpoints.optimizer_problem(checkpoint.optimizer, run.optimizer)
+    if where is not None and not 0 < where["batch"] < run.steps_per_epoch:
+        problem = f"it stopped at batch {where['batch']} of an epoch of {run.steps_per_epoch}"
+    if problem:
+        raise TrainError(checkpoints.cannot_resume(run.last_path, problem))
     try:
         run.optimizer.load_state_dict(checkpoint.optimizer)
         run.generator.set_state(checkpoint.rng["generator"])
@@ -152,7 +171,6 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
         run.points = list(checkpoint.points)  # older checkpoints have none
         run.best_accuracy = float(checkpoint.best_val_accuracy)
         run.epochs_done = checkpoint.epochs_done
-        where = checkpoint.position
         run.position = None if where is None else Position(**where)
     except Exception as error:
         raise TrainError(f"{run.last_path} cannot be resumed: {devices.one_line(error)}") from error
@@ -204,6 +222,11 @@ def _load_data(name: str, data_dir: Path) -> data.Dataset:
         return data.load_dataset(name, data_dir)
     except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:
         raise TrainError(str(error)) from error
+    except OSError as error:  # a path the system refuses outright: too long, a bad name
+        raise TrainError(
+            f"--dataset {printable(name, SHOWN)} cannot be read ({error.strerror or error}): "
+            "name a folder that exists, with one subfolder of images per class."
+        ) from error
 
 
 # --------------------------------------------------------------------------------------------

@@ -134,10 +134,11 @@ def what_is_kept(last_path: Any, epochs_done: int, saved: bool) -> str:
 
 
 def diverged(
-    epoch: int, batch: int, last_path: Any, epochs_done: int, saved: bool, lr: float
+    epoch: int, batch: int, last_path: Any, epochs_done: int, saved: bool, settings: Any
 ) -> TrainingDiverged:
     """The NaN guard's error: where the loss stopped being a number, what is kept, what to
-    try. ``saved``: whether a checkpoint of a good epoch exists (not in a dry run)."""
+    try. ``saved``: whether a checkpoint of a good epoch exists (not in a dry run);
+    ``settings``: the run's ``TrainConfig``."""
     kept = (
         f"The last good checkpoint ({last_path}, epoch {epochs_done}) is kept."
         if saved
@@ -145,5 +146,40 @@ def diverged(
     )
     return TrainingDiverged(
         f"The loss became NaN or infinite in epoch {epoch + 1} (by batch {batch}): training "
-        f"diverged and was stopped. {kept} Try a lower --lr (now {lr:g})."
+        f"diverged and was stopped. {kept} {_what_to_try(settings)}"
+    )
+
+
+# Beyond these a setting is far from the recipe the defaults follow, and a likely reason for
+# a loss that blew up: several times the default peak lr, momentum close to 1, or weight decay
+# many times the default (it then pulls the weights harder than the data does).
+UNUSUAL_LR_FACTOR = 2.0
+UNUSUAL_MOMENTUM = 0.95
+UNUSUAL_WEIGHT_DECAY_FACTOR = 20.0
+
+
+def unusual_settings(settings: Any) -> list[str]:
+    """The settings of a run that are far from the defaults, as options: ``--momentum 0.99
+    (default 0.9)``."""
+    defaults = type(settings)()
+    default_lr = settings.DEFAULT_LR[settings.optimizer]
+    found = []
+    if settings.peak_lr > UNUSUAL_LR_FACTOR * default_lr:
+        found.append(f"--lr {settings.peak_lr:g} (default {default_lr:g})")
+    if settings.optimizer == "sgd" and settings.momentum > UNUSUAL_MOMENTUM:
+        found.append(f"--momentum {settings.momentum:g} (default {defaults.momentum:g})")
+    if settings.weight_decay > UNUSUAL_WEIGHT_DECAY_FACTOR * defaults.weight_decay:
+        found.append(
+            f"--weight-decay {settings.weight_decay:g} (default {defaults.weight_decay:g})"
+        )
+    return found
+
+
+def _what_to_try(settings: Any) -> str:
+    unusual = unusual_settings(settings)
+    if not unusual:
+        return f"Try a lower --lr (now {settings.peak_lr:g})."
+    return (
+        f"Settings far from the defaults are the likely reason: {', '.join(unusual)}; try "
+        "the defaults for these, or a lower --lr."
     )

@@ -21,6 +21,7 @@ from .cli import (
     add_data_dir_option,
     add_device_option,
     command_parser,
+    momentum,
     non_negative_float,
     positive_float,
     positive_int,
@@ -72,7 +73,10 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "help": "sgd: SGD with Nesterov momentum (--momentum); adam: Adam (a lerp-free version "
         "on DirectML)",
     },
-    "momentum": {"type": non_negative_float, "help": "SGD's momentum (0: plain SGD; not Adam's)"},
+    "momentum": {
+        "type": momentum,
+        "help": "SGD's momentum, from 0 (plain SGD) up to, not including, 1 (not used by Adam)",
+    },
     "weight_decay": {"type": non_negative_float, "help": "L2 weight decay"},
     "seed": {"type": seed, "help": "random seed (initial weights, shuffling)"},
     "dataset": {
@@ -151,7 +155,8 @@ def main(
     argv: Sequence[str] | None, train: Callable[..., Any], config_class: type[TrainConfig]
 ) -> int:
     """Parse ``argv``, run ``train(config, explicit=...)``, turn its errors into exit codes."""
-    return command(lambda args: _main(args, train, config_class))(argv)
+    code = command(lambda args: _main(args, train, config_class))(argv)
+    return distributed.end_process(code)  # TORCHRUN: ends here, without Python's finalization
 
 
 def _main(
