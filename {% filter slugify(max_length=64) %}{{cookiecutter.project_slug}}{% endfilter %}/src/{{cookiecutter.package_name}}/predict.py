@@ -235,11 +235,11 @@ def _one_line(error: Exception) -> str:
 if __name__ == "__main__":
     if not __package__:  # run as a file: the project's (PyCharm's arrow), or a copy
         try:
-            from machinery.script import run_as_module
+            script = __import__("machinery.script", fromlist=["run_as_module"])
         except ImportError:  # a copy, without the project beside it
             raise SystemExit(
                 "This file is a module: `from predict import Model` in your program."
             ) from None
-        run_as_module(__file__)
+        script.run_as_module(__file__)
     command = __import__(f"{__package__}.machinery.predict_command", fromlist=["main"])
     raise SystemExit(command.main())
