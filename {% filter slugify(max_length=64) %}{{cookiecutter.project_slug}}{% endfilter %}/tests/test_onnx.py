@@ -28,6 +28,7 @@ from {{ cookiecutter.package_name }} import (
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     onnx_runtime,
+    this_project,
 )
 from test_draw import drawn_large
 
@@ -205,7 +206,7 @@ def test_without_onnx_runtime_the_message_says_how_to_install_it(exported, monke
     with pytest.raises(onnx_runtime.OnnxRuntimeMissing) as raised:
         onnx_runtime.open_model(exported)
 
-    assert "-m pip install onnxruntime" in str(raised.value)
+    assert this_project.pip_command("install onnxruntime") in str(raised.value)
     assert sys.executable in str(raised.value)
 
 

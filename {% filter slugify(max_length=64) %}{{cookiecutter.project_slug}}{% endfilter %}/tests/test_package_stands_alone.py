@@ -152,3 +152,13 @@ def test_the_packages_answers_are_the_ones_the_doctor_reads():
     assert this_project.accelerator() == project.accelerator
     targets = project.stacks.get("rocm-windows", {}).get("gfx_targets", [])
     assert this_project.rocm_gfx_targets() == frozenset(targets)
+    uv = this_project.pip_command("install onnxruntime") == "uv pip install onnxruntime"
+    assert uv == (project.env_manager == "uv")  # a uv .venv has no pip of its own
+
+
+def test_the_packages_install_advice_speaks_the_projects_environment_manager(monkeypatch):
+    answers = {"env_manager": "uv"}
+    monkeypatch.setattr(this_project, "_answer", lambda key, default: answers.get(key, default))
+    assert this_project.pip_command("install onnxruntime") == "uv pip install onnxruntime"
+    answers["env_manager"] = "venv"
+    assert this_project.pip_command("uninstall x") == f'"{sys.executable}" -m pip uninstall x'

@@ -168,7 +168,10 @@ def directml_missing_reason(
         pinned = this_project.directml_torch() or TORCH_FOR_DIRECTML
         installed = (torch_version or str(torch.__version__)).split("+")[0]
         if installed == pinned:
-            return f"torch-directml is not installed (pip install {DIRECTML_PIP})"
+            return (
+                "torch-directml is not installed "
+                f"({this_project.pip_command(f'install {DIRECTML_PIP}')})"
+            )
         # Another environment of the project (cpu, for one): DirectML has its own.
         return (
             f"torch-directml is not installed here (torch {installed}): the project's directml "

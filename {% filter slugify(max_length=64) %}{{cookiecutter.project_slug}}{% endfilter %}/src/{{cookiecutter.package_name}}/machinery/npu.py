@@ -21,6 +21,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import this_project
+
 PLUGIN = "onnxruntime_qnn"  # the import name of the onnxruntime-qnn package
 PROVIDER = "QNNExecutionProvider"  # onnxruntime_qnn.EP_NAME, if an older 2.x lacks it
 HTP = {"backend_type": "htp"}  # the NPU; "gpu" would be the Adreno GPU, "cpu" Qualcomm's CPU
@@ -53,7 +55,7 @@ def find_npu(ort: Any) -> Npu:
     if not hasattr(ort, "register_execution_provider_library"):
         return Npu(
             why_not=f"ONNX Runtime {ort.__version__} cannot load onnxruntime-qnn (it needs "
-            "1.24.2 or newer: pip install --upgrade onnxruntime)"
+            f"1.24.2 or newer: {this_project.pip_command('install --upgrade onnxruntime')})"
         )
     try:
         _register(ort, name, plugin.get_library_path())

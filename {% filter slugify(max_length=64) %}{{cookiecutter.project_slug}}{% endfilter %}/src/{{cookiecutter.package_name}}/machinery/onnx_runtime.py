@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import NUM_CLASSES
-from . import npu
+from . import npu, this_project
 from .checkpoints import BEST, LAST
 from .terminal_text import printable
 
@@ -41,8 +41,8 @@ def missing(package: str) -> str:
     """The sentence for a missing package, with the command that installs it here."""
     return (
         f"{package} is not installed in this Python ({sys.executable}). Install it with "
-        f'"{sys.executable}" -m pip install {package}, or install the project\'s environment '
-        "file again (it lists it)."
+        f"{this_project.pip_command(f'install {package}')}, or install the project's "
+        "environment file again (it lists it)."
     )
 
 
@@ -61,8 +61,9 @@ def load_predict() -> Any:
     except ImportError as error:  # installed, but its libraries do not load (a DLL, a wheel)
         raise OnnxRuntimeMissing(
             f"onnxruntime is installed but does not load ({' '.join(str(error).split())}). "
-            f"Reinstall it: pip uninstall onnxruntime onnxruntime-directml, then pip install "
-            f"{package}."
+            "Reinstall it: "
+            f"{this_project.pip_command('uninstall onnxruntime onnxruntime-directml')}, then "
+            f"{this_project.pip_command(f'install {package}')}."
         ) from None
 
 

@@ -8,6 +8,7 @@ stands without the doctor, which keeps its own fuller copy (``gpu_doctor/project
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,14 @@ def project_name() -> str:
 def accelerator() -> str:
     """The stack the project was generated for; "" when unknown."""
     return str(_answer("accelerator", ""))
+
+
+def pip_command(arguments: str) -> str:
+    """A pip command for this project's environment (``arguments``: "install onnxruntime"):
+    ``uv pip`` in a uv project, whose .venv has no pip; else this Python's own pip."""
+    if _answer("env_manager", "") == "uv":
+        return f"uv pip {arguments}"
+    return f'"{sys.executable}" -m pip {arguments}'
 
 
 def directml_torch() -> str:
