@@ -179,6 +179,7 @@ def test_install_refuses_another_project_and_names_both(room, monkeypatch, tmp_p
 
 def test_a_renamed_project_folder_is_still_the_project(room, monkeypatch, tmp_path):
     _, project, ran = room
+    monkeypatch.chdir(tmp_path)  # Windows renames no folder that is a current directory
     monkeypatch.chdir(project.rename(tmp_path / "lenet-on-directml-main"))
 
     assert install.main(["cpu"]) == 0
@@ -191,7 +192,11 @@ def test_an_environment_without_pip_is_told_the_offline_fix(tmp_path):
     stick = a_stick(tmp_path / "stick")
     project = a_project(tmp_path / PROJECT)
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    made = subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True
+    )
+    if made.returncode != 0:  # an embedded Python (the Windows tier's) has no venv to make
+        pytest.skip(f"this Python makes no virtual environment: {made.stderr.strip()[-200:]}")
     python = venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
 
     result = subprocess.run(

@@ -127,7 +127,7 @@ def image_folder(root: Path) -> tuple[PictureFolder, folder_scan.Scan]:
     layout = "one subfolder per class, e.g. cats/ and dogs/, with the images inside"
     if not root.is_dir():
         raise FolderUnavailable(
-            f"{printable(root)} is not a folder: --dataset folder:<path> needs {layout}."
+            f"{printable(root, 200)} is not a folder: --dataset folder:<path> needs {layout}."
         )
     try:
         found = folder_scan.scan(root)
