@@ -1,6 +1,8 @@
 """Developer tasks for this template, the same on Windows, Linux and macOS.
 
     python dev.py demo     generate the default project into build/demo and run it
+    python dev.py setup    install the Debian packages the whole suite uses (Wine, Xvfb,
+                           MinGW-w64, Mesa's lavapipe, Chromium, Node.js): tools/system_packages.py
     python dev.py quick    the test suite without the Windows and DirectML tiers (Wine) and
                            the exact DirectML stack: pytest -m "{markers}"
     python dev.py test     run the template's whole test suite (extra arguments go to pytest)
@@ -131,6 +133,7 @@ def test(python: Path, arguments: list) -> int:
     if arguments:
         code = subprocess.run([str(python), "-m", "pytest", *arguments], cwd=ROOT).returncode
     else:
+        setup(python)
         print(
             f"Running the whole test suite: about {WHOLE_SUITE_MINUTES} minutes on a 2-core "
             "machine, and the first time about 19 GB more for the DirectML stack (pip's and "
@@ -141,6 +144,12 @@ def test(python: Path, arguments: list) -> int:
         code = whole_suite(python)
     print(f"Tests took {elapsed(started)}.", flush=True)
     return code
+
+
+def setup(python: Path) -> None:
+    """Every system package the suite uses, before its first test (none installs one itself)."""
+    print("Checking the system packages the suite uses (tools/system_packages.py) ...", flush=True)
+    run([str(python), str(ROOT / "tools" / "system_packages.py"), "install"])
 
 
 def whole_suite(python: Path) -> int:
@@ -180,12 +189,15 @@ def whole_suite(python: Path) -> int:
 
 
 def main(argv: list) -> int:
-    if not argv or argv[0] not in ("demo", "quick", "test"):
+    if not argv or argv[0] not in ("demo", "quick", "setup", "test"):
         print(__doc__.format(markers=QUICK_MARKERS))
         return 2
     python = ensure_environment()
     if argv[0] == "demo":
         demo(python)
+        return 0
+    if argv[0] == "setup":
+        setup(python)
         return 0
     if argv[0] == "quick":
         print(f"Running the tests without {QUICK_SKIPS}: python dev.py test runs them.", flush=True)

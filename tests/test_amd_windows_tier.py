@@ -24,14 +24,13 @@ import pytest
 from conftest import TEMPLATE_DIR
 
 sys.path.insert(0, str(TEMPLATE_DIR / "tools"))
-import apt_install  # noqa: E402
-import wine_directml  # noqa: E402
+import system_packages  # noqa: E402
 import wine_python  # noqa: E402
 
 pytestmark = [pytest.mark.windows, pytest.mark.slow]
 
 SOURCE = TEMPLATE_DIR / "tools" / "amdhip" / "amdhip64.c"
-MINGW_GCC, MINGW_PACKAGE = wine_directml.MINGW_GCC, wine_directml.MINGW_PACKAGE
+MINGW_GCC = system_packages.MINGW_GCC
 RUN_TIMEOUT = 180
 SCRIPT = r"""
 import json
@@ -63,8 +62,7 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def build_hip(tmp_path_factory):
     """build_hip(DISCRETE_ARCH='"gfx1201"', ...) -> a stand-in HIP DLL built with those -D."""
-    if shutil.which(MINGW_GCC) is None:  # the DirectML tier installs it too, for its DXCore
-        apt_install.install([MINGW_PACKAGE], size="about 250 MB", log=print)
+    system_packages.ensure("mingw")
 
     def build(**defines: str) -> Path:
         dll = tmp_path_factory.mktemp("amdhip") / "amdhip64.dll"

