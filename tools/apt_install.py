@@ -18,8 +18,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from filelock import FileLock
-
 TIMEOUT = 1200  # seconds for one apt-get call: an update and a 700 MB install on a slow mirror
 # apt-get refuses to start while another holds dpkg's lock: the test lanes (dev.py) take
 # turns on this lock instead (two installs, each up to TIMEOUT).
@@ -86,6 +84,8 @@ def install(
     source = f" from {suite}" if suite else ""
     once = f"{size}, once" if size else "once"
     log(f"installing {' '.join(packages)}{source} with apt-get ({once}) ...")
+    from filelock import FileLock  # here: the module also runs where filelock is not installed
+
     with FileLock(APT_TURN, timeout=4 * TIMEOUT):
         run([*prefix, "apt-get", "update", "-qq"], env=env)
         install_command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends"]
