@@ -22,6 +22,8 @@ TIMEOUT = 1200  # seconds for one apt-get call: an update and a 700 MB install o
 # apt-get refuses to start while another holds dpkg's lock: the test lanes (dev.py) take
 # turns on this lock instead (two installs, each up to TIMEOUT).
 APT_TURN = Path(tempfile.gettempdir()) / "lenet-template-apt.lock"
+# How the setup step installs: apt's history shows this line, which tools/fresh_machine.py undoes.
+INSTALL = ("apt-get", "install", "-y", "-qq", "--no-install-recommends")
 
 
 class AptError(RuntimeError):
@@ -88,5 +90,4 @@ def install(
 
     with FileLock(APT_TURN, timeout=4 * TIMEOUT):
         run([*prefix, "apt-get", "update", "-qq"], env=env)
-        install_command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends"]
-        run([*prefix, *install_command, *target, *packages], env=env)
+        run([*prefix, *INSTALL, *target, *packages], env=env)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import apt_install  # noqa: E402
 import system_packages  # noqa: E402
 
 APT_HISTORY = Path("/var/log/apt/history.log")
@@ -44,21 +45,24 @@ CACHES = (
 
 
 def installed_by_setup(history: str) -> list[str]:
-    """The packages (with their pulled-in dependencies) of every apt-get install in ``history``
-    whose command named only packages of the setup step's groups."""
+    """The packages (with the dependencies they pulled in) of every install in ``history`` that
+    the setup step made: its own command line (apt_install.INSTALL), naming only packages of
+    its groups. An install of the same package by anyone else (the machine's image) stays."""
     ours = {package for group in system_packages.GROUPS for package in group.packages}
+    prefix = "Commandline: " + " ".join(apt_install.INSTALL) + " "
     found: list[str] = []
     for entry in history.split("\n\n"):
-        command = re.search(r"^Commandline: (.*)$", entry, re.M)
-        installed = re.search(r"^Install: (.*)$", entry, re.M)
-        if not (command and installed and " install " in f" {command.group(1)} "):
+        lines = entry.strip().splitlines()
+        command = next((line for line in lines if line.startswith("Commandline: ")), "")
+        installed = next((line for line in lines if line.startswith("Install: ")), "")
+        if not (command.startswith(prefix) and installed):
             continue
-        named = [word for word in command.group(1).split()[2:] if not word.startswith("-")]
-        named = [word for word in named if word not in ("install", system_packages.BACKPORTS_SUITE)]
+        named = [word for word in command[len(prefix) :].split() if not word.startswith("-")]
+        named = [word for word in named if word != system_packages.BACKPORTS_SUITE]
         if not named or not set(named) <= ours:
             continue
-        # "wine:amd64 (8.0~repack-4), libwine:amd64 (8.0~repack-4, automatic), ..."
-        found += re.findall(r"([^\s,()]+):[a-z0-9]+ \(", installed.group(1))
+        # "Install: wine:amd64 (8.0~repack-4), libwine:amd64 (8.0~repack-4, automatic), ..."
+        found += re.findall(r"([^\s,()]+):[a-z0-9]+ \(", installed)
     return sorted(set(found))
 
 
