@@ -4,9 +4,9 @@ dependency group with its own index, and uv itself resolves, exports and install
 The slow tests run uv (requirements-dev.txt pins it) on a baked project. PyTorch's own indexes
 cannot be reached here: a copy of the project names a local index of stand-in wheels instead
 (tests/standin_index.py: the real names, versions and local tags), served over HTTP from a
-folder the test writes. PyPI serves the rest, so `uv sync` installs the real directml stack
-(torch 2.4.1 and torch-directml, about 3 GB) into the project's .venv. uv's cache lives in
-TEMPLATE_TEST_CACHE/uv: cold about 2 minutes, warm under one.
+folder the test writes. PyPI serves the rest, so `uv sync --group directml` installs the real
+directml stack (torch 2.4.1 and torch-directml, about 3 GB) into the project's .venv. uv's cache
+lives in TEMPLATE_TEST_CACHE/uv: cold about 2 minutes, warm under one.
 """
 
 from __future__ import annotations
@@ -65,7 +65,10 @@ def test_a_uv_project_declares_every_stack_as_a_group_of_its_own(uv_project):
     ]
     assert per_target, "rocm-windows has a group per GPU target"
     assert set(STACKS) | set(per_target) | {"dev"} == set(groups)
-    assert uv["default-groups"] == ["directml", "dev"]  # what a plain `uv sync` installs
+    # A plain `uv sync` (PyCharm's, when it sets up .venv) and `uv run` install no stack: a
+    # laptop of a mixed room gets the one it names (`uv sync --group <stack>`).
+    assert uv["default-groups"] == ["dev"]
+    assert "optional-dependencies" not in pyproject["project"]  # dev is defined once, a group
     assert {group["group"] for group in uv["conflicts"][0]} == set(STACKS) | set(per_target)
     assert any(
         line.startswith("torchvision[device-gfx1151]==") for line in groups["rocm-windows-gfx1151"]
@@ -380,16 +383,16 @@ def test_uv_export_of_each_stack_installs_what_its_environment_file_pins(served,
     # No other build of torch or torchvision than the file's, from any other stack.
     for package in ("torch", "torchvision"):
         assert {v for n, v in got if n == package} <= {v for n, v in wanted if n == package}
-    # The project itself with its dev tools, as the file's `-e .[dev]` installs them.
+    # The project itself (the file's `-e .`) with the dev group's tools.
     assert "-e ." in exported.stdout
     assert {"pytest", "ruff", "pre-commit"} <= {n for n, _ in got}
 
 
 @pytest.fixture(scope="module")
 def synced(served):
-    """The project's .venv after a plain `uv sync` (what PyCharm runs): the directml stack."""
+    """The project's .venv after `uv sync --group directml`, the project's own stack."""
     project, _ = served
-    result = run_uv(project, "sync")
+    result = run_uv(project, "sync", "--group", "directml")
     assert result.returncode == 0, result.stderr[-4000:]
     python = project / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     return project, python
@@ -411,7 +414,23 @@ def package_versions(python: Path, *names: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.uv
-def test_a_plain_uv_sync_installs_the_directml_stack_with_the_cpu_build_on_linux(synced):
+def test_a_plain_uv_sync_installs_the_dev_tools_and_no_stack(served):
+    """What PyCharm runs when it sets up .venv: on any laptop of a mixed room, no PyTorch."""
+    project, _ = served
+    env = {"UV_PROJECT_ENVIRONMENT": str(project / ".venv-plain")}
+
+    result = run_uv(project, "sync", env=env)
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    python = project / ".venv-plain" / ("Scripts" if os.name == "nt" else "bin") / "python"
+    versions = package_versions(python, "torch", "torch-directml", "pytest", "ruff")
+    assert versions["torch"] is None and versions["torch-directml"] is None
+    assert versions["pytest"] and versions["ruff"]
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_uv_sync_of_the_projects_group_installs_directml_with_the_cpu_build_on_linux(synced):
     """torch-directml from PyPI; on Linux x86_64 (WSL2) torch and torchvision from the CPU
     index (here PyPI's files relabeled +cpu, tests/cpu_build_mirror.py), as the group says."""
     project, python = synced
@@ -450,7 +469,8 @@ def test_verify_install_in_the_uv_venv_explains_the_directml_failure(uv_project,
 @pytest.mark.slow
 @pytest.mark.uv
 def test_uv_run_pytest_runs_the_projects_own_tests(synced):
-    project, _ = synced
+    """A plain `uv run` syncs the default group (dev) and removes nothing: the stack stays."""
+    project, python = synced
     result = run_uv(
         project, "run", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
         "tests/test_model.py", "tests/doctor/test_recommend.py", timeout=900,
@@ -458,13 +478,14 @@ def test_uv_run_pytest_runs_the_projects_own_tests(synced):
 
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
+    assert package_versions(python, "torch-directml")["torch-directml"] == "0.2.5.dev240914"
 
 
 @pytest.mark.slow
 @pytest.mark.uv
 def test_two_stacks_never_install_together(synced):
     project, _ = synced
-    result = run_uv(project, "sync", "--group", "cuda")  # directml is a default group
+    result = run_uv(project, "sync", "--group", "directml", "--group", "cuda")
 
     assert result.returncode != 0
     assert "conflict" in result.stderr.lower()
@@ -509,7 +530,7 @@ def test_the_doctors_command_switches_the_venv_to_a_stack_from_its_own_index(ser
 def test_a_cuda_project_on_python_3_13_syncs_cuda_torch_and_leaves_directml_out(
     bake_once, tmp_path
 ):
-    """A plain `uv sync` of a cuda project installs its own group's torch, from its own index,
+    """`uv sync --group cuda` in a cuda project installs its group's torch, from its own index,
     on a Python (3.13) that the directml group's range (at most 3.12) leaves out."""
     baked = bake_once(env_manager="uv", accelerator="cuda", python_version="3.13")
     with standin_copy(baked.path, tmp_path) as (project, _):
@@ -519,7 +540,9 @@ def test_a_cuda_project_on_python_3_13_syncs_cuda_torch_and_leaves_directml_out(
         found = run_uv(project, "python", "find", "3.13", env=offline)
         if found.returncode != 0:
             pytest.skip(f"no Python 3.13 on this machine for uv: {found.stderr.strip()[-300:]}")
-        result = run_uv(project, "sync", env={**offline, "UV_PYTHON": found.stdout.strip()})
+        result = run_uv(
+            project, "sync", "--group", "cuda", env={**offline, "UV_PYTHON": found.stdout.strip()}
+        )
         assert result.returncode == 0, result.stderr[-4000:]
     python = project / ".venv" / ("Scripts" if os.name == "nt" else "bin") / "python"
     versions = package_versions(python, "torch", "torch-directml")
