@@ -102,6 +102,11 @@ def test_a_uv_project_has_no_pip_or_conda_file_and_pins_its_python(uv_project):
     assert "requirements.txt" not in files and "environment.yml" not in files
     assert uv_project.read(".python-version").strip() == "3.11"
     assert "environments/cuda.txt" in files  # the pip files of every stack stay
+    # dev is a dependency group, no extra: the pip files install the project alone, and say
+    # how pip adds the group.
+    pip_file = uv_project.read("environments/cuda.txt").splitlines()
+    assert "-e ." in pip_file and "-e .[dev]" not in pip_file
+    assert any("pip install --group dev" in line for line in pip_file)
 
 
 @pytest.mark.parametrize("env_manager", ["conda", "venv"])
