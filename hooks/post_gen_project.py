@@ -197,9 +197,10 @@ def environment_steps(answers: dict, project_dir: Path, best=None) -> list:
     if answers["env_manager"] == "uv":
         if best is not None:
             return [cd, *(f"  {command}" for command in best["commands"]["uv"]), *UV_NOT_FOUND]
+        sync = f"  uv sync --group {answers['accelerator']}"  # the default group is dev alone
         return [
-            "On Windows:", cd, "  uv sync", "  .venv\\Scripts\\activate",
-            "On Linux and macOS:", cd, "  uv sync", "  source .venv/bin/activate",
+            "On Windows:", cd, sync, "  .venv\\Scripts\\activate",
+            "On Linux and macOS:", cd, sync, "  source .venv/bin/activate",
             *UV_NOT_FOUND,
         ]  # fmt: skip
     if best is not None:
@@ -295,16 +296,17 @@ def uv_editor_steps(answers: dict, best) -> list:
     default = answers["accelerator"]
     if best is None:
         pycharm = (
-            "let it set up the uv environment it offers (it runs `uv sync`), or select .venv: "
+            "let it set up the uv environment it offers (its `uv sync` installs the dev tools, "
+            f"no stack), then run `uv sync --group {default}` in its Terminal; or select .venv: "
             "Settings > Python Interpreter > Add Interpreter > Add Local Interpreter > uv > "
             "Select existing"
         )
     else:
         pycharm = (
             f"run the commands above in its Terminal, then select .venv: Settings > Python "
-            f"Interpreter > Add Interpreter > Add Local Interpreter > uv > Select existing (its "
-            f'own `uv sync` installs the default group, {default}: name "{best["stack"]}" in '
-            "pyproject.toml's default-groups to keep it)"
+            f"Interpreter > Add Interpreter > Add Local Interpreter > uv > Select existing (a "
+            f"plain `uv sync` installs no stack and removes {best['stack']}: sync with "
+            f"`--group {best['stack']}`)"
         )
     vscode = "open the folder after `uv sync`, select .venv's interpreter"
     return ide_lines(answers, pycharm, vscode)

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import hashlib
 import html
 import http.server
+import io
+import json
 import re
 import shutil
+import tarfile
 import threading
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -44,6 +48,7 @@ class Standin:
     requires: tuple[str, ...] = ()
     module: str | None = None
     extras: tuple[str, ...] = ()  # Provides-Extra names ("device-gfx1151"), each empty
+    sdist: bool = False  # a source distribution (.tar.gz, setuptools) in place of a wheel
 
     @property
     def normalized(self) -> str:
@@ -53,6 +58,8 @@ class Standin:
     @property
     def filename(self) -> str:
         distribution = re.sub(r"[-_.]+", "_", self.name).lower()
+        if self.sdist:
+            return f"{distribution}-{self.version}.tar.gz"
         return f"{distribution}-{self.version}-{self.tag}.whl"
 
 
@@ -61,8 +68,50 @@ def _record_line(path: str, data: bytes) -> str:
     return f"{path},sha256={digest},{len(data)}"
 
 
+def build_sdist(folder: Path, package: Standin) -> Path:
+    """Write ``package`` into ``folder`` as a source distribution whose metadata is static
+    (PKG-INFO 2.2 and pyproject.toml's [project]), built by setuptools as the real ``rocm``
+    is; returns the .tar.gz file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    module = package.module or package.name.replace("-", "_")
+    top = package.filename.removesuffix(".tar.gz")
+    requires = "".join(f"    {json.dumps(line)},\n" for line in package.requires)
+    extras = "".join(f"{json.dumps(extra)} = []\n" for extra in package.extras)
+    files = {
+        "PKG-INFO": "".join(
+            [
+                f"Metadata-Version: 2.2\nName: {package.name}\nVersion: {package.version}\n",
+                *(f"Requires-Dist: {line}\n" for line in package.requires),
+                *(f"Provides-Extra: {extra}\n" for extra in package.extras),
+            ]
+        ),
+        "pyproject.toml": (
+            '[build-system]\nrequires = ["setuptools>=70.2.0"]\n'
+            'build-backend = "setuptools.build_meta"\n\n'
+            f'[project]\nname = "{package.name}"\nversion = "{package.version}"\n'
+            f"dependencies = [\n{requires}]\n\n[project.optional-dependencies]\n{extras}"
+        ),
+        f"{module}/__init__.py": f'__version__ = "{package.version}"\nSTANDIN = True\n',
+    }
+    path = folder / package.filename
+    # gzip's own header time fixed too: the same stand-in is the same file, byte for byte.
+    with (
+        path.open("wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped,
+        tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive,
+    ):
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mtime, info.mode = len(data), 1767225600, 0o644  # 2026-01-01
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
 def build_wheel(folder: Path, wheel: Standin) -> Path:
-    """Write ``wheel`` into ``folder``; returns the .whl file."""
+    """Write ``wheel`` into ``folder``; returns the .whl file (the .tar.gz of an sdist)."""
+    if wheel.sdist:
+        return build_sdist(folder, wheel)
     folder.mkdir(parents=True, exist_ok=True)
     module = wheel.module or wheel.name.replace("-", "_")
     dist_info = f"{wheel.filename.split('-')[0]}-{wheel.version}.dist-info"

@@ -4,9 +4,9 @@ dependency group with its own index, and uv itself resolves, exports and install
 The slow tests run uv (requirements-dev.txt pins it) on a baked project. PyTorch's own indexes
 cannot be reached here: a copy of the project names a local index of stand-in wheels instead
 (tests/standin_index.py: the real names, versions and local tags), served over HTTP from a
-folder the test writes. PyPI serves the rest, so `uv sync` installs the real directml stack
-(torch 2.4.1 and torch-directml, about 3 GB) into the project's .venv. uv's cache lives in
-TEMPLATE_TEST_CACHE/uv: cold about 2 minutes, warm under one.
+folder the test writes. PyPI serves the rest, so `uv sync --group directml` installs the real
+directml stack (torch 2.4.1 and torch-directml, about 3 GB) into the project's .venv. uv's cache
+lives in TEMPLATE_TEST_CACHE/uv: cold about 2 minutes, warm under one.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pytest
 from conftest import STACKS
 from cpu_build_mirror import relabeled_wheels
 from packaging.markers import Marker
+from packaging.requirements import Requirement
 from standin_index import serve, write_index
 from vendor_shape import index_only_names, linux_build_standins, stack_standins
 
@@ -64,7 +65,10 @@ def test_a_uv_project_declares_every_stack_as_a_group_of_its_own(uv_project):
     ]
     assert per_target, "rocm-windows has a group per GPU target"
     assert set(STACKS) | set(per_target) | {"dev"} == set(groups)
-    assert uv["default-groups"] == ["directml", "dev"]  # what a plain `uv sync` installs
+    # A plain `uv sync` (PyCharm's, when it sets up .venv) and `uv run` install no stack: a
+    # laptop of a mixed room gets the one it names (`uv sync --group <stack>`).
+    assert uv["default-groups"] == ["dev"]
+    assert "optional-dependencies" not in pyproject["project"]  # dev is defined once, a group
     assert {group["group"] for group in uv["conflicts"][0]} == set(STACKS) | set(per_target)
     assert any(
         line.startswith("torchvision[device-gfx1151]==") for line in groups["rocm-windows-gfx1151"]
@@ -98,6 +102,11 @@ def test_a_uv_project_has_no_pip_or_conda_file_and_pins_its_python(uv_project):
     assert "requirements.txt" not in files and "environment.yml" not in files
     assert uv_project.read(".python-version").strip() == "3.11"
     assert "environments/cuda.txt" in files  # the pip files of every stack stay
+    # dev is a dependency group, no extra: the pip files install the project alone, and say
+    # how pip adds the group.
+    pip_file = uv_project.read("environments/cuda.txt").splitlines()
+    assert "-e ." in pip_file and "-e .[dev]" not in pip_file
+    assert any("pip install --group dev" in line for line in pip_file)
 
 
 @pytest.mark.parametrize("env_manager", ["conda", "venv"])
@@ -158,6 +167,25 @@ def test_each_group_names_what_only_its_vendors_index_serves(uv_project):
     assert checked > 50  # rocm's device packages, rocm-windows' per-GPU packages, triton-xpu
 
 
+def test_a_stack_for_one_platform_installs_nothing_elsewhere(uv_project):
+    """AMD's Windows stack (uv_marker): every line of its groups carries the marker, so a
+    universal lock never resolves AMD's torch for Linux or macOS, and `uv sync --group
+    rocm-windows` there installs none of it."""
+    groups = uv_project.toml("pyproject.toml")["dependency-groups"]
+    only = Marker(STACKS["rocm-windows"]["uv_marker"])
+    elsewhere = {"sys_platform": "linux", "platform_machine": "x86_64", "python_version": "3.12"}
+    windows = {**elsewhere, "sys_platform": "win32", "platform_machine": "AMD64"}
+    for group in ("rocm-windows", "rocm-windows-gfx1151"):
+        lines = [Requirement(line) for line in groups[group]]
+        assert all(str(only) in str(r.marker) for r in lines), group
+        assert not any(r.marker.evaluate(elsewhere) for r in lines)
+        assert {"torch", "torchvision", "rocm"} <= {
+            r.name for r in lines if r.marker.evaluate(windows)
+        }
+    cuda = STACKS["cuda"]
+    assert f"torch=={cuda['pins']['torch']}{cuda['local_version']}" in groups["cuda"]  # no marker
+
+
 # -- uv itself, on a copy whose PyTorch indexes are stand-ins ----------------------------------
 
 
@@ -182,17 +210,19 @@ def run_uv(project: Path, *args: str, env: dict | None = None, timeout: float = 
 
 @contextlib.contextmanager
 def standin_copy(
-    source: Path, tmp: Path, real_cpu_build: bool = False
+    source: Path, tmp: Path, real_cpu_build: bool = False, other_wheels: bool = False
 ) -> Iterator[tuple[Path, dict]]:
     """A copy of the uv project ``source`` in ``tmp`` whose PyTorch indexes are stand-ins,
     served while the block runs: yields (the copy, {stack: its index URL}). With
     ``real_cpu_build``, the cpu index also serves PyPI's real torch 2.4.1 for this Python,
-    relabeled +cpu, which the directml group takes on Linux x86_64 (tests/cpu_build_mirror.py)."""
+    relabeled +cpu, which the directml group takes on Linux x86_64 (tests/cpu_build_mirror.py).
+    With ``other_wheels``, a stack's index also serves its torch for other platforms."""
     root = tmp / "standin-indexes"
     real = tuple(relabeled_wheels()) if real_cpu_build else ()
     borrowed = linux_build_standins(STACKS, real)
     for name, stack in indexed_stacks().items():
-        write_index(root / name, [*stack_standins(stack), *borrowed.get(name, [])])
+        standins = stack_standins(stack, other_wheels=other_wheels)
+        write_index(root / name, [*standins, *borrowed.get(name, [])])
     project = tmp / source.name
     shutil.copytree(source, project)
     with serve(root) as url:
@@ -244,6 +274,7 @@ def without_package(pyproject: str, group: str, package: str) -> str:
     [
         ("rocm-windows", "rocm-sdk-core"),  # PyPI has a decoy 0.1.0
         ("rocm-windows-gfx1151", "amd-torch-device-gfx115x"),
+        ("rocm-windows-gfx1151", "rocm-sdk-device-gfx1151"),  # AMD's device wheel requires it
         ("rocm", "rocm-sdk-device-gfx1250"),
         ("xpu", "triton-xpu"),
     ],
@@ -262,6 +293,22 @@ def test_the_lock_fails_when_a_group_forgets_one_vendor_only_package(served, gro
     assert result.returncode != 0
     assert "no version of" in result.stderr or "not found" in result.stderr, result.stderr[-3000:]
     assert package in result.stderr, result.stderr[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_amds_linux_torch_beside_the_windows_one_still_locks(uv_project, tmp_path):
+    """AMD's index also serves Linux wheels of the same torch, which require a triton that only
+    AMD's index serves (the record's other_wheels); the rocm-windows groups are Windows-only."""
+    with standin_copy(uv_project.path, tmp_path, other_wheels=True) as (project, _):
+        result = run_uv(project, "lock")
+
+    triton = STACKS["rocm-windows"]["other_wheels"][0]["requires"]
+    if result.returncode != 0 and triton in result.stderr and sys.platform != "win32":
+        # Seen with uv 0.13.9 on Linux: uv reads one wheel's metadata for every platform's
+        # fork, here the Linux wheel's, so the Windows marker does not keep triton out.
+        pytest.xfail(f"uv reads AMD's Linux torch for the Windows fork and wants {triton}")
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def locked_packages(project: Path, name: str) -> list[dict]:
@@ -341,16 +388,16 @@ def test_uv_export_of_each_stack_installs_what_its_environment_file_pins(served,
     # No other build of torch or torchvision than the file's, from any other stack.
     for package in ("torch", "torchvision"):
         assert {v for n, v in got if n == package} <= {v for n, v in wanted if n == package}
-    # The project itself with its dev tools, as the file's `-e .[dev]` installs them.
+    # The project itself (the file's `-e .`) with the dev group's tools.
     assert "-e ." in exported.stdout
     assert {"pytest", "ruff", "pre-commit"} <= {n for n, _ in got}
 
 
 @pytest.fixture(scope="module")
 def synced(served):
-    """The project's .venv after a plain `uv sync` (what PyCharm runs): the directml stack."""
+    """The project's .venv after `uv sync --group directml`, the project's own stack."""
     project, _ = served
-    result = run_uv(project, "sync")
+    result = run_uv(project, "sync", "--group", "directml")
     assert result.returncode == 0, result.stderr[-4000:]
     python = project / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     return project, python
@@ -372,7 +419,23 @@ def package_versions(python: Path, *names: str) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.uv
-def test_a_plain_uv_sync_installs_the_directml_stack_with_the_cpu_build_on_linux(synced):
+def test_a_plain_uv_sync_installs_the_dev_tools_and_no_stack(served):
+    """What PyCharm runs when it sets up .venv: on any laptop of a mixed room, no PyTorch."""
+    project, _ = served
+    env = {"UV_PROJECT_ENVIRONMENT": str(project / ".venv-plain")}
+
+    result = run_uv(project, "sync", env=env)
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    python = project / ".venv-plain" / ("Scripts" if os.name == "nt" else "bin") / "python"
+    versions = package_versions(python, "torch", "torch-directml", "pytest", "ruff")
+    assert versions["torch"] is None and versions["torch-directml"] is None
+    assert versions["pytest"] and versions["ruff"]
+
+
+@pytest.mark.slow
+@pytest.mark.uv
+def test_uv_sync_of_the_projects_group_installs_directml_with_the_cpu_build_on_linux(synced):
     """torch-directml from PyPI; on Linux x86_64 (WSL2) torch and torchvision from the CPU
     index (here PyPI's files relabeled +cpu, tests/cpu_build_mirror.py), as the group says."""
     project, python = synced
@@ -411,7 +474,8 @@ def test_verify_install_in_the_uv_venv_explains_the_directml_failure(uv_project,
 @pytest.mark.slow
 @pytest.mark.uv
 def test_uv_run_pytest_runs_the_projects_own_tests(synced):
-    project, _ = synced
+    """A plain `uv run` syncs the default group (dev) and removes nothing: the stack stays."""
+    project, python = synced
     result = run_uv(
         project, "run", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
         "tests/test_model.py", "tests/doctor/test_recommend.py", timeout=900,
@@ -419,13 +483,14 @@ def test_uv_run_pytest_runs_the_projects_own_tests(synced):
 
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
+    assert package_versions(python, "torch-directml")["torch-directml"] == "0.2.5.dev240914"
 
 
 @pytest.mark.slow
 @pytest.mark.uv
 def test_two_stacks_never_install_together(synced):
     project, _ = synced
-    result = run_uv(project, "sync", "--group", "cuda")  # directml is a default group
+    result = run_uv(project, "sync", "--group", "directml", "--group", "cuda")
 
     assert result.returncode != 0
     assert "conflict" in result.stderr.lower()
@@ -452,6 +517,9 @@ def test_the_doctors_command_switches_the_venv_to_a_stack_from_its_own_index(ser
     assert result.returncode == 0, result.stderr[-4000:]
     python = project / f".venv-test-{stack}" / ("Scripts" if os.name == "nt" else "bin") / "python"
     versions = package_versions(python, "torch", "torchvision", "torch-directml")
+    if not Marker(STACKS[stack].get("uv_marker") or "python_version > '0'").evaluate():
+        assert versions["torch"] is None  # a group for another platform installs nothing here
+        return
     pins, tag = STACKS[stack]["pins"], STACKS[stack]["local_version"]
     assert versions["torch"] == pins["torch"] + tag
     assert versions["torchvision"] == pins["torchvision"] + tag
@@ -467,7 +535,7 @@ def test_the_doctors_command_switches_the_venv_to_a_stack_from_its_own_index(ser
 def test_a_cuda_project_on_python_3_13_syncs_cuda_torch_and_leaves_directml_out(
     bake_once, tmp_path
 ):
-    """A plain `uv sync` of a cuda project installs its own group's torch, from its own index,
+    """`uv sync --group cuda` in a cuda project installs its group's torch, from its own index,
     on a Python (3.13) that the directml group's range (at most 3.12) leaves out."""
     baked = bake_once(env_manager="uv", accelerator="cuda", python_version="3.13")
     with standin_copy(baked.path, tmp_path) as (project, _):
@@ -477,7 +545,9 @@ def test_a_cuda_project_on_python_3_13_syncs_cuda_torch_and_leaves_directml_out(
         found = run_uv(project, "python", "find", "3.13", env=offline)
         if found.returncode != 0:
             pytest.skip(f"no Python 3.13 on this machine for uv: {found.stderr.strip()[-300:]}")
-        result = run_uv(project, "sync", env={**offline, "UV_PYTHON": found.stdout.strip()})
+        result = run_uv(
+            project, "sync", "--group", "cuda", env={**offline, "UV_PYTHON": found.stdout.strip()}
+        )
         assert result.returncode == 0, result.stderr[-4000:]
     python = project / ".venv" / ("Scripts" if os.name == "nt" else "bin") / "python"
     versions = package_versions(python, "torch", "torch-directml")

@@ -80,13 +80,14 @@ def test_uv_exe_as_shipped_needs_bcryptprimitives_which_wine_8_lacks(winpy, wind
 
 @pytest.fixture(scope="module")
 def synced_on_windows(winpy, windows_uv, bake_once, tmp_path_factory):
-    """A uv project's .venv made and synced by uv.exe with the tier's Windows CPython 3.11."""
+    """A uv project's .venv made and synced by uv.exe with the tier's Windows CPython 3.11: the
+    project's stack by name (the default group is dev alone)."""
     baked = bake_once(env_manager="uv", accelerator="directml", python_version="3.11")
     base = winpy.home.parent / "base"
     python = wine_python.winpath((base if base.exists() else winpy.home) / "python.exe")
     with standin_copy(baked.path, tmp_path_factory.mktemp("windows-uv")) as (project, _):
         result = run_exe(
-            winpy, windows_uv.shimmed, "sync", "--python", python,
+            winpy, windows_uv.shimmed, "sync", "--group", "directml", "--python", python,
             cwd=project, env=uv_env(winpy), timeout=SYNC_TIMEOUT,
         )  # fmt: skip
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -74,7 +74,7 @@ def test_generated_workflow_tests_on_windows_and_linux_with_pip_caching(bake_onc
             s for s in tests["steps"] if s.get("uses", "").startswith("astral-sh/setup-uv")
         )
         assert setup["with"]["enable-cache"] is True
-        assert "uv sync" in runs  # the default group, as the editors sync it
+        assert "uv sync --group directml" in runs  # the project's stack: the default is dev
         assert not any("pip install" in run for run in runs)
     else:
         assert any(u.startswith("actions/cache") for u in uses)

@@ -5,8 +5,9 @@ spelled here, so that no fix says a bare ``pip``.
 - uv: the project's ``.venv`` has no pip of its own, so a bare ``pip`` is another Python's (the
   first on PATH) and leaves ``.venv`` as it was. A uv project syncs its stack's dependency
   group instead (pyproject.toml's ``[dependency-groups]``): the exact pins, each package from
-  the index that ``[tool.uv.sources]`` gives it. The groups conflict, so another stack than the
-  default one replaces it (``--no-default-groups``). What no group holds goes through
+  the index that ``[tool.uv.sources]`` gives it. The default group is dev alone, so every sync
+  names its stack's group (and ``--no-default-groups --group dev``, which holds whatever
+  default-groups says). What no group holds goes through
   ``uv pip``, which installs into ``.venv``.
 - conda and venv: ``python -m pip``, the pip of the Python that is active, never another one
   found first on PATH.
@@ -49,9 +50,7 @@ def uv_sync(project: Project, group: str = "", reinstall: Sequence[str] = ()) ->
     """``uv sync`` of the project's stack (``group``: another group of it, such as
     rocm-windows-gfx1151 with that GPU's kernels), reinstalling the packages named."""
     group = group or project.accelerator
-    words = ["uv sync"]
-    if group != project.accelerator or not project.uses_default_stack:
-        words.append(f"--no-default-groups --group dev --group {group}")
+    words = ["uv sync", f"--no-default-groups --group dev --group {group}"]
     words += [f"--reinstall-package {name}" for name in reinstall]
     return " ".join(words)
 

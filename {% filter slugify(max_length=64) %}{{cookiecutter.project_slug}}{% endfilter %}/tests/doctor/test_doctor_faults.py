@@ -95,9 +95,7 @@ def test_a_uv_projects_repairs_sync_its_group_and_never_call_a_pip_it_lacks(stac
 
     assert len(fixes) >= 4
     assert not [command for command in pip_commands(text) if not command.startswith("uv pip ")]
-    group = "uv sync"  # the default group, or this stack's in place of it
-    if stack != load_project().accelerator:
-        group += f" --no-default-groups --group dev --group {stack}"
+    group = f"uv sync --no-default-groups --group dev --group {stack}"  # the default: dev alone
     reinstall = f"`{group} --reinstall-package torch --reinstall-package torchvision`"
     assert reinstall in fixes[0]  # another stack's torch build
     assert f"`{group} --reinstall-package torch" in fixes[1]  # its DLLs do not load
@@ -258,9 +256,10 @@ def test_an_empty_uv_venv_is_named_with_the_command_that_finishes_it(tmp_path, m
     assert finding.status == WARN and in_use[0].status == FAIL  # the Python in use is broken
     assert "`uv sync` stopped before it installed them" in finding.found
     assert '"Failed to fetch"' in finding.found and "every stack" in finding.found
-    assert finding.fix.startswith("Run `uv sync` again once the network reaches")
-    assert "`uv sync --offline`" in finding.fix and "`uv sync --locked`" in finding.fix
     stack = project.accelerator
+    sync = f"uv sync --no-default-groups --group dev --group {stack}"  # a plain one: no stack
+    assert finding.fix.startswith(f"Run `{sync}` again once the network reaches")
+    assert f"`{sync} --offline`" in finding.fix and f"`{sync} --locked`" in finding.fix
     assert f"`uv pip install -r environments/{stack}.txt --index-strategy unsafe-best-match`" in (
         finding.fix
     )

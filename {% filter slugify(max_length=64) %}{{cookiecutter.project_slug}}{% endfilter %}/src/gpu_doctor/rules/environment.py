@@ -31,9 +31,7 @@ def stack_files(stack: str) -> str:
 def install_command(project: Project) -> str:
     """How this project's environment file installs the pinned stack into an environment:
     the default files, or environments/<stack>.* when another stack's environment is active."""
-    if project.env_manager == "uv":
-        if project.uses_default_stack:
-            return "`uv sync`"
+    if project.env_manager == "uv":  # a plain `uv sync` installs the dev group alone
         return f"`uv sync --no-default-groups --group dev --group {project.accelerator}`"
     conda, pip = "environment.yml", "requirements.txt"
     if not project.uses_default_stack:
@@ -96,11 +94,9 @@ def check_environment_choice(
     if project.env_manager == "uv":
         uv = ", then ".join(f"`{c}`" for c in commands["uv"])
         fix = (
-            f"Make the project's .venv the {best.stack} one, in the project folder: {uv}. A plain "
-            f"`uv sync` or `uv run` (PyCharm runs one) goes back to the default group: run "
-            "commands with .venv's Python (activated) or `uv run --no-sync`; to keep "
-            f"{best.stack} for good, "
-            f'name "{best.stack}" in place of the default in pyproject.toml\'s default-groups. '
+            f"Make the project's .venv the {best.stack} one, in the project folder: {uv}. "
+            "`uv run` keeps it; a plain `uv sync` (PyCharm offers one) installs no stack and "
+            f"removes {best.stack}: sync with `--group {best.stack}`. "
             "Then run verify_install again."
         )
     elif best.arm64:  # no conda on Windows on ARM (ENV-ARM64-NO-CONDA says why)

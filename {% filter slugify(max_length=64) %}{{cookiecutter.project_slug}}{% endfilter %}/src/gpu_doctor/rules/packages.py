@@ -124,7 +124,7 @@ def _activate_hint(project: Project) -> str:
     if project.env_manager == "venv":
         return "activate the .venv"
     if project.env_manager == "uv":
-        return "`uv sync`, then activate the .venv"
+        return f"{install_command(project)}, then activate the .venv"
     return "`conda activate ...` or the .venv"
 
 

@@ -50,7 +50,10 @@ def _new_env_fix(project: Project) -> str:
     elif project.env_manager == "venv":
         create = f"{_venv_create(version)}, then `{install_file(project, 'requirements.txt')}`"
     elif project.env_manager == "uv":
-        create = f"`uv sync --python {version}` (uv downloads that Python if needed)"
+        create = (
+            f"`uv sync --python {version} --no-default-groups --group dev --group "
+            f"{project.accelerator}` (uv downloads that Python if needed)"
+        )
     else:
         create = (
             f"`conda env create -f environment.yml` (conda), or {_venv_create(version)} "
