@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -162,9 +164,19 @@ def no_conda_here(answers: dict, best) -> bool:
     return answers["env_manager"] == "conda" and isinstance(best, dict) and best.get("no_conda")
 
 
-def quoted(path: Path) -> str:
+def quoted(path: Path, windows: bool = os.name == "nt") -> str:
+    """``path`` as one word for the shell the steps are typed into here. POSIX shells: single
+    quotes, in which nothing is special ($HOME, backticks and " stay as they are). Windows:
+    double quotes, which PowerShell and cmd both take, unless $ or a backtick would make
+    PowerShell expand them: then PowerShell's single quotes (a ' in them doubled)."""
     text = str(path)
-    return f'"{text}"' if any(c in text for c in " &()'^;$`") else text
+    if re.fullmatch(r"[\w.:/\\-]+", text):
+        return text
+    if not windows:
+        return shlex.quote(text)
+    if "$" in text or "`" in text:
+        return "'" + text.replace("'", "''") + "'"
+    return f'"{text}"'
 
 
 CONDA_NOT_FOUND = [

@@ -222,8 +222,31 @@ def test_next_steps_name_the_full_path_of_the_project(post_gen, tmp_path):
 
     steps = post_gen.next_steps(answers(), project)
 
-    assert f'cd "{project}"' in steps.splitlines()[1]
+    assert f"cd {post_gen.quoted(project)}" in steps.splitlines()[1]
+    assert str(project) in steps.splitlines()[1]
     assert "cd lenet-on-directml" not in steps
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell's rules")
+def test_the_cd_line_takes_a_posix_shell_into_a_folder_with_shell_characters(post_gen, tmp_path):
+    """A folder named with $HOME, a backtick, quotes and a space: the printed cd line, pasted
+    into bash, goes into that very folder (nothing is expanded or run)."""
+    project = tmp_path / 'my $HOME `id` "q" it\'s'
+    project.mkdir()
+    line = post_gen.next_steps(answers(), project).splitlines()[1].strip()
+
+    done = subprocess.run(["bash", "-c", f"{line} && pwd -P"], capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(project.resolve())
+
+
+def test_the_cd_line_on_windows_keeps_powershell_from_expanding_dollars(post_gen):
+    """PowerShell expands $name and backticks inside double quotes, not inside single ones."""
+    assert post_gen.quoted(r"C:\Users\Ann\lenet", windows=True) == r"C:\Users\Ann\lenet"
+    assert post_gen.quoted(r"C:\my projects\x", windows=True) == r'"C:\my projects\x"'
+    assert post_gen.quoted(r"C:\a $HOME `b", windows=True) == r"'C:\a $HOME `b'"
+    assert post_gen.quoted(r"C:\$it's", windows=True) == r"'C:\$it''s'"
 
 
 def test_next_steps_say_what_to_do_when_conda_is_not_on_path(post_gen, tmp_path):
