@@ -328,3 +328,26 @@ def test_github_actions_takes_the_yes_and_no_words_cookiecutter_takes(pre_gen, p
     post_gen.write_answers(tmp_path, post_gen.as_booleans(given))
     recorded = json.loads((tmp_path / ".cookiecutter.json").read_text("utf-8"))["cookiecutter"]
     assert recorded["github_actions"] is kept
+
+
+class Terminal:
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("environment", "colour"),
+    [({"TERM": "xterm-256color"}, True), ({"TERM": "dumb"}, False), ({"NO_COLOR": "1"}, False)],
+)
+def test_the_refusal_is_coloured_only_where_the_terminal_shows_colour(
+    pre_gen, monkeypatch, environment, colour
+):
+    """TERM=dumb (Emacs's shell, some CI logs) prints escape sequences as text; NO_COLOR asks
+    for none."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert pre_gen.use_colour(Terminal()) is colour
