@@ -62,17 +62,21 @@ def remove(path: Path) -> None:
         path.unlink()
 
 
-def prune(project_dir: Path, answers: dict) -> None:
+def prune(project_dir: Path, answers: dict) -> list:
     """Remove what this bake wrote for the options not chosen; a re-bake with cookiecutter -f
     gets back, as they were, the files that were there before it (a user's own workflows,
-    editor settings, requirements.txt)."""
+    editor settings, requirements.txt). Returns those: the answers leave them out, and an
+    earlier bake may have written them, so the user is told."""
     kept = project_dir / KEPT_FOLDER
+    left = []
     for relative in paths_to_remove(answers):
         remove(project_dir / relative)
         if os.path.lexists(kept / relative):
             os.replace(kept / relative, project_dir / relative)
+            left.append(relative)
     if os.path.lexists(kept):
         shutil.rmtree(kept)
+    return left
 
 
 def remove_used_replay_files(answers: dict) -> list:
@@ -372,8 +376,9 @@ def main(answers: dict, project_dir: Path) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
+    left = []
     try:
-        prune(project_dir, as_booleans(answers))
+        left = prune(project_dir, as_booleans(answers))
         write_answers(project_dir, as_booleans(answers))
         used_replay_files = remove_used_replay_files(answers)
     except OSError as error:
@@ -387,6 +392,11 @@ def main(answers: dict, project_dir: Path) -> int:
     print(f"\nCreated {project_dir.resolve()} ({stack}).")
     for path in used_replay_files:
         print(f"Removed {path}: its answers are now in the project's {ANSWERS_FILE}.")
+    if left:
+        print(
+            f"Left as they were before this bake: {', '.join(left)}; your answers leave them "
+            "out, so delete them if an earlier bake wrote them and you do not use them."
+        )
     print("\nThis machine:")
     report, best = environment_report(project_dir)
     print(report)

@@ -351,3 +351,20 @@ def test_the_refusal_is_coloured_only_where_the_terminal_shows_colour(
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert pre_gen.use_colour(Terminal()) is colour
+
+
+def test_a_re_bake_says_which_files_left_out_by_its_answers_it_kept(tmp_path, capsys):
+    """cookiecutter -f with ide=pycharm over a project baked with VS Code's settings: the
+    earlier .vscode stays (it may be the user's own), and the hook says so and why."""
+    hook = load_hook("post_gen_project", answers(ide="pycharm"), tmp_path)
+    project = tmp_path / "project"
+    (project / ".vscode").mkdir(parents=True)  # what this bake wrote, for the pruning
+    earlier = project / hook.KEPT_FOLDER / ".vscode"
+    earlier.mkdir(parents=True)
+    (earlier / "settings.json").write_text("{}\n")
+
+    assert hook.main(answers(ide="pycharm"), project) == 0
+
+    assert (project / ".vscode" / "settings.json").read_text() == "{}\n"
+    out = capsys.readouterr().out
+    assert "Left as they were before this bake: .vscode; your answers leave them out" in out
