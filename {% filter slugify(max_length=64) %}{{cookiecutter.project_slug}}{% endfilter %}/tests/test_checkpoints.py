@@ -281,3 +281,29 @@ def test_each_command_says_what_reads_an_onnx_model_given_as_checkpoint(
     err = capsys.readouterr().err
     assert fix.format(path=path) in err, err
     assert "corrupt" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "fix"),
+    [
+        (predict_command.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
+        (draw.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
+        (evaluate.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
+        (export.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
+        (evaluate.main, "--onnx", "name the model in it, such as {path}/model.onnx"),
+    ],
+    ids=["predict", "draw", "evaluate", "export", "evaluate-onnx"],
+)
+def test_a_folder_given_for_a_model_file_is_called_a_folder(
+    capsys, cpu_only, tmp_path, command, option, fix
+):
+    """A folder where a file was wanted is not "missing": it is there, and is a folder."""
+    folder = tmp_path / "runs" / "run1"
+    folder.mkdir(parents=True)
+    args = [option, str(folder)]
+    if command is predict_command.main:
+        args.insert(0, str(tmp_path / "digit.png"))
+    assert command(args) == 2
+    err = capsys.readouterr().err
+    assert f"{folder} is a folder: " + fix.format(path=folder) in err, err
+    assert "There is no" not in err

@@ -169,6 +169,11 @@ def load_checkpoint(path: Path, onnx_fix: str = "") -> dict[str, Any]:
     file is missing, truncated, corrupt, or not a checkpoint of this project. ``onnx_fix``: what
     the command reads an exported ONNX model with, said when ``path`` is one."""
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(
+            f"{printable(path)} is a folder: name a checkpoint in it, such as "
+            f"{printable(path / BEST)}."
+        )
     if not path.is_file():
         raise CheckpointError(f"There is no checkpoint at {path}.")
     try:
