@@ -17,6 +17,7 @@ import json
 import keyword
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -469,8 +470,17 @@ def save_answers(answers: dict, ask_again: set, project_dir: Path):
     return None
 
 
-def quoted(text: str) -> str:
-    return f'"{text}"' if re.search(r"[\s&()^;'`$]", text) else text
+def quoted(text: str, windows: bool = os.name == "nt") -> str:
+    """``text`` as one word for this machine's shell, as the post-generation hook's cd line
+    quotes it: single quotes for POSIX shells; on Windows double quotes, or PowerShell's single
+    quotes where $ or a backtick would be expanded."""
+    if re.fullmatch(r"[\w.:/\\-]+", text):
+        return text
+    if not windows:
+        return shlex.quote(text)
+    if "$" in text or "`" in text:
+        return "'" + text.replace("'", "''") + "'"
+    return f'"{text}"'
 
 
 def rerun_command(answers: dict, replay_file: Path) -> str:

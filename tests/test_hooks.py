@@ -368,3 +368,19 @@ def test_a_re_bake_says_which_files_left_out_by_its_answers_it_kept(tmp_path, ca
     assert (project / ".vscode" / "settings.json").read_text() == "{}\n"
     out = capsys.readouterr().out
     assert "Left as they were before this bake: .vscode; your answers leave them out" in out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell's rules")
+def test_the_refusals_command_keeps_a_dollar_in_the_output_folder(pre_gen, tmp_path):
+    """The command a refusal prints, pasted into bash: $HOME in the folder's name stays."""
+    out = tmp_path / "out $HOME `id`"
+    command = pre_gen.rerun_command(
+        {"_template": "gh:someone/dml-template", "_output_dir": str(out)}, out / "answers.json"
+    )
+    done = subprocess.run(
+        ["bash", "-c", 'printf "%s\\n" ' + command], capture_output=True, text=True
+    )
+    assert done.stdout.splitlines() == [
+        "cookiecutter", "--replay-file", str(out / "answers.json"), "-o", str(out),
+        "gh:someone/dml-template",
+    ]  # fmt: skip
