@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -60,17 +62,21 @@ def remove(path: Path) -> None:
         path.unlink()
 
 
-def prune(project_dir: Path, answers: dict) -> None:
+def prune(project_dir: Path, answers: dict) -> list:
     """Remove what this bake wrote for the options not chosen; a re-bake with cookiecutter -f
     gets back, as they were, the files that were there before it (a user's own workflows,
-    editor settings, requirements.txt)."""
+    editor settings, requirements.txt). Returns those: the answers leave them out, and an
+    earlier bake may have written them, so the user is told."""
     kept = project_dir / KEPT_FOLDER
+    left = []
     for relative in paths_to_remove(answers):
         remove(project_dir / relative)
         if os.path.lexists(kept / relative):
             os.replace(kept / relative, project_dir / relative)
+            left.append(relative)
     if os.path.lexists(kept):
         shutil.rmtree(kept)
+    return left
 
 
 def remove_used_replay_files(answers: dict) -> list:
@@ -162,9 +168,19 @@ def no_conda_here(answers: dict, best) -> bool:
     return answers["env_manager"] == "conda" and isinstance(best, dict) and best.get("no_conda")
 
 
-def quoted(path: Path) -> str:
+def quoted(path: Path, windows: bool = os.name == "nt") -> str:
+    """``path`` as one word for the shell the steps are typed into here. POSIX shells: single
+    quotes, in which nothing is special ($HOME, backticks and " stay as they are). Windows:
+    double quotes, which PowerShell and cmd both take, unless $ or a backtick would make
+    PowerShell expand them: then PowerShell's single quotes (a ' in them doubled)."""
     text = str(path)
-    return f'"{text}"' if any(c in text for c in " &()'^;$`") else text
+    if re.fullmatch(r"[\w.:/\\-]+", text):
+        return text
+    if not windows:
+        return shlex.quote(text)
+    if "$" in text or "`" in text:
+        return "'" + text.replace("'", "''") + "'"
+    return f'"{text}"'
 
 
 CONDA_NOT_FOUND = [
@@ -362,8 +378,9 @@ def main(answers: dict, project_dir: Path) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
+    left = []
     try:
-        prune(project_dir, as_booleans(answers))
+        left = prune(project_dir, as_booleans(answers))
         write_answers(project_dir, as_booleans(answers))
         used_replay_files = remove_used_replay_files(answers)
     except OSError as error:
@@ -377,6 +394,11 @@ def main(answers: dict, project_dir: Path) -> int:
     print(f"\nCreated {project_dir.resolve()} ({stack}).")
     for path in used_replay_files:
         print(f"Removed {path}: its answers are now in the project's {ANSWERS_FILE}.")
+    if left:
+        print(
+            f"Left as they were before this bake: {', '.join(left)}; your answers leave them "
+            "out, so delete them if an earlier bake wrote them and you do not use them."
+        )
     print("\nThis machine:")
     report, best = environment_report(project_dir)
     print(report)

@@ -17,6 +17,7 @@ import json
 import keyword
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -202,7 +203,12 @@ def check_package(package: str, reserved: set) -> list:
             f"The package name {package!r} is a dunder name that Python reserves for itself: "
             f"choose a plain name, for example {package.strip('_') + '_digits'!r}."
         )
-    if not (package.isascii() and package.isidentifier()) or keyword.iskeyword(package):
+    if keyword.iskeyword(package):
+        return problem(
+            f"The package name {package!r} is a keyword of Python, which `import` cannot take: "
+            f"choose another name, for example {package + '_digits'!r}."
+        )
+    if not (package.isascii() and package.isidentifier()):
         return problem(
             f"The package name {package!r} is not a Python identifier: use lower-case ASCII "
             "letters, digits and underscores, starting with a letter, for example "
@@ -464,8 +470,17 @@ def save_answers(answers: dict, ask_again: set, project_dir: Path):
     return None
 
 
-def quoted(text: str) -> str:
-    return f'"{text}"' if re.search(r"[\s&()^;'`$]", text) else text
+def quoted(text: str, windows: bool = os.name == "nt") -> str:
+    """``text`` as one word for this machine's shell, as the post-generation hook's cd line
+    quotes it: single quotes for POSIX shells; on Windows double quotes, or PowerShell's single
+    quotes where $ or a backtick would be expanded."""
+    if re.fullmatch(r"[\w.:/\\-]+", text):
+        return text
+    if not windows:
+        return shlex.quote(text)
+    if "$" in text or "`" in text:
+        return "'" + text.replace("'", "''") + "'"
+    return f'"{text}"'
 
 
 def rerun_command(answers: dict, replay_file: Path) -> str:
@@ -477,7 +492,11 @@ def rerun_command(answers: dict, replay_file: Path) -> str:
 
 
 def use_colour(stream) -> bool:
-    return hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
+    """Colour on a terminal that shows it: never with NO_COLOR set, or on TERM=dumb (Emacs's
+    shell, some CI logs), which prints the escape sequences as text."""
+    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
 
 
 def refusal_report(problems: list, answers: dict, replay_file, colour: bool = False) -> str:

@@ -223,8 +223,31 @@ def test_next_steps_name_the_full_path_of_the_project(post_gen, tmp_path):
 
     steps = post_gen.next_steps(answers(), project)
 
-    assert f'cd "{project}"' in steps.splitlines()[1]
+    assert f"cd {post_gen.quoted(project)}" in steps.splitlines()[1]
+    assert str(project) in steps.splitlines()[1]
     assert "cd lenet-on-directml" not in steps
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell's rules")
+def test_the_cd_line_takes_a_posix_shell_into_a_folder_with_shell_characters(post_gen, tmp_path):
+    """A folder named with $HOME, a backtick, quotes and a space: the printed cd line, pasted
+    into bash, goes into that very folder (nothing is expanded or run)."""
+    project = tmp_path / 'my $HOME `id` "q" it\'s'
+    project.mkdir()
+    line = post_gen.next_steps(answers(), project).splitlines()[1].strip()
+
+    done = subprocess.run(["bash", "-c", f"{line} && pwd -P"], capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(project.resolve())
+
+
+def test_the_cd_line_on_windows_keeps_powershell_from_expanding_dollars(post_gen):
+    """PowerShell expands $name and backticks inside double quotes, not inside single ones."""
+    assert post_gen.quoted(r"C:\Users\Ann\lenet", windows=True) == r"C:\Users\Ann\lenet"
+    assert post_gen.quoted(r"C:\my projects\x", windows=True) == r'"C:\my projects\x"'
+    assert post_gen.quoted(r"C:\a $HOME `b", windows=True) == r"'C:\a $HOME `b'"
+    assert post_gen.quoted(r"C:\$it's", windows=True) == r"'C:\$it''s'"
 
 
 def test_next_steps_say_what_to_do_when_conda_is_not_on_path(post_gen, tmp_path):
@@ -306,3 +329,59 @@ def test_github_actions_takes_the_yes_and_no_words_cookiecutter_takes(pre_gen, p
     post_gen.write_answers(tmp_path, post_gen.as_booleans(given))
     recorded = json.loads((tmp_path / ".cookiecutter.json").read_text("utf-8"))["cookiecutter"]
     assert recorded["github_actions"] is kept
+
+
+class Terminal:
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("environment", "colour"),
+    [({"TERM": "xterm-256color"}, True), ({"TERM": "dumb"}, False), ({"NO_COLOR": "1"}, False)],
+)
+def test_the_refusal_is_coloured_only_where_the_terminal_shows_colour(
+    pre_gen, monkeypatch, environment, colour
+):
+    """TERM=dumb (Emacs's shell, some CI logs) prints escape sequences as text; NO_COLOR asks
+    for none."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert pre_gen.use_colour(Terminal()) is colour
+
+
+def test_a_re_bake_says_which_files_left_out_by_its_answers_it_kept(tmp_path, capsys):
+    """cookiecutter -f with ide=pycharm over a project baked with VS Code's settings: the
+    earlier .vscode stays (it may be the user's own), and the hook says so and why."""
+    hook = load_hook("post_gen_project", answers(ide="pycharm"), tmp_path)
+    project = tmp_path / "project"
+    (project / ".vscode").mkdir(parents=True)  # what this bake wrote, for the pruning
+    earlier = project / hook.KEPT_FOLDER / ".vscode"
+    earlier.mkdir(parents=True)
+    (earlier / "settings.json").write_text("{}\n")
+
+    assert hook.main(answers(ide="pycharm"), project) == 0
+
+    assert (project / ".vscode" / "settings.json").read_text() == "{}\n"
+    out = capsys.readouterr().out
+    assert "Left as they were before this bake: .vscode; your answers leave them out" in out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell's rules")
+def test_the_refusals_command_keeps_a_dollar_in_the_output_folder(pre_gen, tmp_path):
+    """The command a refusal prints, pasted into bash: $HOME in the folder's name stays."""
+    out = tmp_path / "out $HOME `id`"
+    command = pre_gen.rerun_command(
+        {"_template": "gh:someone/dml-template", "_output_dir": str(out)}, out / "answers.json"
+    )
+    done = subprocess.run(
+        ["bash", "-c", 'printf "%s\\n" ' + command], capture_output=True, text=True
+    )
+    assert done.stdout.splitlines() == [
+        "cookiecutter", "--replay-file", str(out / "answers.json"), "-o", str(out),
+        "gh:someone/dml-template",
+    ]  # fmt: skip

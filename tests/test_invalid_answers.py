@@ -30,7 +30,7 @@ INVALID = {
     ),
     "package that is a keyword": (
         {"package_name": "class"},
-        "The package name 'class' is not a Python identifier",
+        "The package name 'class' is a keyword of Python, which `import` cannot take",
     ),
     "package with capitals": (
         {"package_name": "Digits"},

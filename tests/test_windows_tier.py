@@ -212,7 +212,7 @@ def test_a_relative_template_path_on_windows_bakes_what_cookiecutter_dot_bakes(
 @pytest.mark.parametrize(
     ("answer", "sentence"),
     [
-        ("package_name=class", "ERROR: The package name 'class' is not a Python identifier"),
+        ("package_name=class", "ERROR: The package name 'class' is a keyword of Python"),
         ("python_version=3.13", "ERROR: Python 3.13 is not supported with the directml"),
     ],
 )

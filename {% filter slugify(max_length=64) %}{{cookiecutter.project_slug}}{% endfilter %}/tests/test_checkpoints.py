@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from {{ cookiecutter.package_name }} import (
+    draw,
+    evaluate,
+    export,
+)
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
+    predict_command,
 )
 from {{ cookiecutter.package_name }}.model import (
     LeNet5,
@@ -229,3 +235,75 @@ def test_a_file_without_a_model_is_one_sentence(tmp_path):
     checkpoints.save_checkpoint({"config": {}}, tmp_path / "empty.pt")
     with pytest.raises(checkpoints.CheckpointError, match="holds no model; use a best.pt"):
         checkpoints.Checkpoint.load(tmp_path / "empty.pt")
+
+
+def onnx_model(path: Path) -> Path:
+    """A valid ONNX model (one Identity node), as any exporter writes one."""
+    onnx = pytest.importorskip("onnx")
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y])
+    onnx.save(onnx.helper.make_model(graph, producer_name="pytorch"), str(path))
+    return path
+
+
+@pytest.mark.parametrize("name", ["model.onnx", "renamed.pt"])
+def test_an_exported_onnx_model_is_recognised_not_called_corrupt(tmp_path, name):
+    """An ONNX model where a checkpoint was wanted is named as what it is, whatever its file
+    name: never "corrupt", and never the advice to delete it."""
+    path = onnx_model(tmp_path / name)
+    with pytest.raises(checkpoints.CheckpointError) as refused:
+        checkpoints.load_checkpoint(path)
+    message = str(refused.value)
+    assert f"{path} is an exported ONNX model, not a checkpoint" in message
+    assert "corrupt" not in message and "Delete" not in message
+
+
+@pytest.mark.parametrize(
+    ("command", "fix"),
+    [
+        (predict_command.main, "add --runtime onnx to run it with ONNX Runtime"),
+        (draw.main, "add --runtime onnx to run it with ONNX Runtime"),
+        (evaluate.main, "evaluate it with --onnx {path} instead"),
+        (export.main, "it is exported already; export reads a checkpoint, such as a best.pt"),
+    ],
+    ids=["predict", "draw", "evaluate", "export"],
+)
+def test_each_command_says_what_reads_an_onnx_model_given_as_checkpoint(
+    capsys, cpu_only, tmp_path, command, fix
+):
+    """``--checkpoint model.onnx``: each command names its own way to read the model."""
+    path = onnx_model(tmp_path / "model.onnx")
+    args = ["--checkpoint", str(path)]
+    if command is predict_command.main:
+        args.insert(0, str(tmp_path / "digit.png"))
+    assert command(args) == 2
+    err = capsys.readouterr().err
+    assert fix.format(path=path) in err, err
+    assert "corrupt" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "fix"),
+    [
+        (predict_command.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
+        (draw.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
+        (evaluate.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
+        (export.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
+        (evaluate.main, "--onnx", "name the model in it, such as {path}/model.onnx"),
+    ],
+    ids=["predict", "draw", "evaluate", "export", "evaluate-onnx"],
+)
+def test_a_folder_given_for_a_model_file_is_called_a_folder(
+    capsys, cpu_only, tmp_path, command, option, fix
+):
+    """A folder where a file was wanted is not "missing": it is there, and is a folder."""
+    folder = tmp_path / "runs" / "run1"
+    folder.mkdir(parents=True)
+    args = [option, str(folder)]
+    if command is predict_command.main:
+        args.insert(0, str(tmp_path / "digit.png"))
+    assert command(args) == 2
+    err = capsys.readouterr().err
+    assert f"{folder} is a folder: " + fix.format(path=folder) in err, err
+    assert "There is no" not in err

@@ -248,6 +248,14 @@ def test_explicit_cpu_is_always_there():
     assert devices.choose(" CPU ", found).device == torch.device("cpu")
 
 
+def test_cpu_0_is_the_cpu_as_torch_names_it():
+    """torch.device("cpu:0") is the CPU: --device cpu:0 chooses it; there is no cpu:1."""
+    found = discovery_with(directml_probe(error=LIBD3D12))
+    assert devices.choose("cpu:0", found).kind == "cpu"
+    with pytest.raises(devices.DeviceNotAvailable, match="no cpu device with index 1"):
+        devices.choose("cpu:1", found)
+
+
 def test_real_discovery_on_this_machine_never_raises():
     found = devices.discover()
     assert found.options[-1].kind == "cpu"

@@ -285,6 +285,7 @@ SCRIPTS = {
     "predict": "usage: python -m {{ cookiecutter.package_name }}.predict",
     "benchmark": "usage: python -m {{ cookiecutter.package_name }}.benchmark",
     "data": "usage: python -m {{ cookiecutter.package_name }}.data",
+    "verify_install": "usage: python -m {{ cookiecutter.package_name }}.verify_install",
 }
 
 

@@ -188,6 +188,25 @@ def test_a_run_whose_metrics_cannot_be_read_is_left_out_with_one_line(tmp_path):
     ]
 
 
+def test_a_neighbours_extreme_metrics_draw_without_a_raw_warning(tmp_path):
+    """A loss of 1e300 in another run's metrics.json (edited, or from other code) overflows
+    the log axis inside numpy: compare.png is drawn as training draws it, and no warning is
+    printed."""
+    import warnings
+
+    runs_dir = tmp_path / "runs"
+    _fake_run(runs_dir, "a-good", _metrics(), age=1)
+    extreme = _metrics(seed=2)
+    extreme["epochs"][0]["val_loss"] = extreme["within_epochs"][0]["train_loss"] = 1e300
+    _fake_run(runs_dir, "b-extreme", extreme, age=2)
+    picture = runs_dir / run_folders.COMPARE_PNG
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        drawn = plots.draw_safely(lambda: run_folders.compare(runs_dir), picture)
+    assert drawn == picture and picture.read_bytes().startswith(b"\x89PNG")
+    assert [str(w.message) for w in caught] == []
+
+
 def test_a_dollar_in_a_folder_name_is_drawn_as_written(tmp_path):
     runs_dir = tmp_path / "runs"
     _fake_run(runs_dir, "one", _metrics(dataset="folder:/data/sh$\\foo$pes"), age=1)

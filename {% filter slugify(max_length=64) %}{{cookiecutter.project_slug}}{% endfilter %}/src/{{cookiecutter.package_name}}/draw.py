@@ -198,7 +198,9 @@ def load_reader(
     """The model in ``path`` on ``device``, and its checkpoint; DrawError if either cannot be
     had."""
     try:
-        checkpoint = checkpoints.Checkpoint.load(path)
+        checkpoint = checkpoints.Checkpoint.load(
+            path, onnx_fix="add --runtime onnx to run it with ONNX Runtime"
+        )
         option = devices.choose(device, discovery if discovery is not None else devices.discover())
         model = to_device(LeNet5(), option.device)
         checkpoints.restore_module(model, checkpoint.model, path)

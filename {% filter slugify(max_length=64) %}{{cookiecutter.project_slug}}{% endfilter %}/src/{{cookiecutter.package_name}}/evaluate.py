@@ -133,7 +133,9 @@ def evaluate_checkpoint(
     ``data_dir`` None: the folder the run trained from, as its checkpoint records; it is only
     read (a checkpoint from elsewhere names a folder of another machine)."""
     try:
-        checkpoint = checkpoints.Checkpoint.load(path)
+        checkpoint = checkpoints.Checkpoint.load(
+            path, onnx_fix=f"evaluate it with --onnx {printable(path, 300)} instead"
+        )
     except checkpoints.CheckpointError as error:
         raise EvaluationError(str(error)) from error
     name = checkpoint.dataset

@@ -291,7 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         checkpoint = Path(args.checkpoint or run_folders.find_checkpoint(args.output_dir))
-        state = checkpoints.Checkpoint.load(checkpoint)
+        state = checkpoints.Checkpoint.load(
+            checkpoint,
+            onnx_fix="it is exported already; export reads a checkpoint, such as a best.pt",
+        )
         output = args.output or checkpoint.with_name(ONNX_NAME)
         export(state, checkpoint, output)
         size = output.stat().st_size

@@ -86,6 +86,8 @@ class Model:
         (``ort.get_ep_devices()`` after ``ort.register_execution_provider_library``, such as
         onnxruntime-qnn's NPU), with ``device_options``, its provider options."""
         self.path = Path(path)
+        if self.path.is_dir():
+            raise ModelError(f"{self.path} is a folder: name the ONNX model in it.")
         if not self.path.is_file():
             raise ModelError(f"There is no ONNX model at {self.path}.")
         _need_onnx_runtime()

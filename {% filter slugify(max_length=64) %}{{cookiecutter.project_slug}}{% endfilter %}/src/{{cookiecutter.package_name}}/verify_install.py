@@ -5,6 +5,11 @@ The checks are the doctor's, a package of its own beside this one (``src/gpu_doc
 module is their command, and the only one of this package that imports the doctor.
 """
 
+if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow): as the module
+    from machinery.script import run_as_module
+
+    run_as_module(__file__)
+
 import sys
 
 from .machinery.command_entry import give_ctrl_c_back

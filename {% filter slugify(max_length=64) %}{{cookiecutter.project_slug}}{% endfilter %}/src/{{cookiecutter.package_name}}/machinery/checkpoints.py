@@ -7,7 +7,8 @@
 - Loading uses ``torch.load(path, map_location="cpu", weights_only=True)``: only tensors and
   plain containers are accepted, never arbitrary pickled code. The caller then calls
   ``load_state_dict`` on the model that is already on its device.
-- A file that is truncated, corrupt or not ours raises CheckpointError with a clear sentence.
+- A file that is truncated, corrupt or not ours raises CheckpointError with a clear sentence;
+  an exported ONNX model is recognised as one, and the command says what reads it instead.
 
 ``Checkpoint`` is what a training run saves, read once and checked once (``Checkpoint.load``):
 evaluate, export, draw and ``--resume`` use its fields, never the file's raw entries. An entry
@@ -147,15 +148,42 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
         torch.save(payload, handle)
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
+# The field that may follow an ONNX model's first (ir_version): producer name and version,
+# domain, model version, doc string, graph, opset import (onnx.proto's ModelProto, 2 to 8).
+_ONNX_SECOND_FIELDS = frozenset({0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42})
+
+
+def is_onnx_model(path: Path) -> bool:
+    """Whether the file starts as an ONNX model does, whatever its name: ir_version (field 1,
+    a small number), then another field of a ModelProto. PyTorch files start otherwise."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(3)
+    except OSError:
+        return False
+    return len(head) == 3 and head[0] == 0x08 and head[1] < 0x80 and head[2] in _ONNX_SECOND_FIELDS
+
+
+def load_checkpoint(path: Path, onnx_fix: str = "") -> dict[str, Any]:
     """The state saved by ``save_checkpoint``, with tensors on the CPU; CheckpointError if the
-    file is missing, truncated, corrupt, or not a checkpoint of this project."""
+    file is missing, truncated, corrupt, or not a checkpoint of this project. ``onnx_fix``: what
+    the command reads an exported ONNX model with, said when ``path`` is one."""
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(
+            f"{printable(path)} is a folder: name a checkpoint in it, such as "
+            f"{printable(path / BEST)}."
+        )
     if not path.is_file():
         raise CheckpointError(f"There is no checkpoint at {path}.")
     try:
         state = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as error:
+        if is_onnx_model(path):  # a valid model, of the other kind: not "corrupt"
+            raise CheckpointError(
+                f"{printable(path)} is an exported ONNX model, not a checkpoint of this "
+                f"project's training: {onnx_fix or 'name a best.pt or last.pt of a run instead'}."
+            ) from None
         detail = " ".join(f"{type(error).__name__}: {error}".split())
         if len(detail) > 200:
             detail = detail[:197] + "..."
@@ -353,11 +381,12 @@ class Checkpoint:
         save_checkpoint(entries, path)
 
     @classmethod
-    def load(cls, path: Path) -> Checkpoint:
+    def load(cls, path: Path, onnx_fix: str = "") -> Checkpoint:
         """The checkpoint at ``path``; CheckpointError when it cannot be read or holds no
-        model. Entries of the wrong type, or of the right type with the wrong content, count
-        as missing; ``problems`` says what is wrong with the latter."""
-        state = load_checkpoint(path)
+        model (``onnx_fix``: as for ``load_checkpoint``). Entries of the wrong type, or of the
+        right type with the wrong content, count as missing; ``problems`` says what is wrong
+        with the latter."""
+        state = load_checkpoint(path, onnx_fix)
         if not isinstance(state.get("model"), dict):
             raise CheckpointError(
                 f"{path} holds no model; use a best.pt or last.pt of this project."

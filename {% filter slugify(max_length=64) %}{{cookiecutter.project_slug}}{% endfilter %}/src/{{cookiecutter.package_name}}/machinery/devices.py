@@ -206,6 +206,8 @@ def choose(request: str = "auto", discovery: Discovery | None = None) -> DeviceO
         )
     kind = {"dml": "directml", "rocm": "cuda"}.get(match.group(1), match.group(1))
     index = None if match.group(2) is None else int(match.group(2))
+    if kind == "cpu" and index == 0:  # torch's name for the one CPU, torch.device("cpu:0")
+        index = None
     if kind == "auto":
         if index is not None:
             raise DeviceNotAvailable(f"'auto' takes no index. {_available_text(discovery)}")

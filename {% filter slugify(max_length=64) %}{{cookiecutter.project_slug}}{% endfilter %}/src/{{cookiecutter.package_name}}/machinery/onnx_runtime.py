@@ -84,6 +84,11 @@ def open_model(path: Path, provider: str | None = None) -> Any:
     """``predict.Model`` for ``path`` on the best execution provider (or ``provider``), one
     with this project's ten outputs (model.NUM_CLASSES). The best is a Snapdragon's NPU where
     onnxruntime-qnn is installed (machinery/npu.py); its ``fallback`` says why it is not."""
+    if Path(path).is_dir():
+        raise OnnxError(
+            f"{printable(path, None)} is a folder: name the model in it, such as "
+            f"{printable(Path(path) / ONNX_NAME, None)}."
+        )
     if not Path(path).is_file():
         raise OnnxError(
             f"There is no ONNX model at {printable(path, None)}. Export one from a checkpoint "

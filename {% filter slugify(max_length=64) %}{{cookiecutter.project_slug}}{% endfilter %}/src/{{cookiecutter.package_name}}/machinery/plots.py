@@ -8,6 +8,7 @@ works on machines without a display. matplotlib is imported only when a plot is 
 from __future__ import annotations
 
 import functools
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -61,9 +62,13 @@ def plain(text: str) -> str:
 
 def draw_safely(draw: Any, path: Path) -> Path | str:
     """``draw()``'s path, or one sentence saying why the picture at ``path`` was not drawn: a
-    picture never costs a run (its checkpoints and metrics are written already)."""
+    picture never costs a run (its checkpoints and metrics are written already). numpy's
+    warnings while drawing (a loss of 1e300 in another run's metrics.json overflows the log
+    axis) are not shown: the picture draws what it can, and a raw warning helps no one."""
     try:
-        return draw()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return draw()
     except Exception as error:  # matplotlib's ValueError, a full disk, a missing font...
         reason = printable(f"{type(error).__name__}: {error}".splitlines()[0], 200)
         return f"{path.name} could not be drawn ({reason}); everything else is saved."
