@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from project_under_test import IMPORT_PATH, PROJECT_DIR
 from test_stick import PYTHON, fake_wheel, needs_pip, small_stick
 
 from gpu_doctor.project import load_project
@@ -30,7 +31,6 @@ from instructor.stick.platforms import DEFAULT_TARGETS, TARGETS
 from instructor.stick.readme import room_readme
 from instructor.stick.resolve import ResolveError, mirror_options, resolve, unreachable_indexes
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
 ABI = "cp" + PYTHON.replace(".", "")
 
 
@@ -302,6 +302,7 @@ def test_a_second_make_at_once_is_refused_and_a_killed_makes_lock_is_not(standin
     stick.mkdir()
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(stick)], cwd=PROJECT_DIR, text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(IMPORT_PATH)),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )  # fmt: skip
     try:

@@ -21,6 +21,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from project_under_test import IMPORT_PATH, PROJECT_DIR, SAMPLES
 
 from gpu_doctor.safe_text import printable
 
@@ -38,8 +39,6 @@ from instructor.room.summary import (
     summarise,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = Path(__file__).resolve().parent / "reports"
 EXPECTED_STATUS = {
     "ana-linux-laptop.json": "cpu-fallback",
     "ben-wrong-interpreter.json": "broken",
@@ -166,10 +165,10 @@ def test_the_markdown_summary_is_made_of_tables(samples):
 
 
 def test_the_command_summarises_the_sample_folder(child_limit):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(IMPORT_PATH)}
     done = subprocess.run(  # as docs/workshop.md runs it: in the project folder
         [sys.executable, "-m", "instructor.room", str(SAMPLES)],
-        cwd=ROOT,
+        cwd=PROJECT_DIR,
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -265,10 +264,10 @@ def test_a_deeply_nested_file_is_listed_as_unreadable_and_the_summary_stays(tmp_
 
 
 def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path, child_limit):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(IMPORT_PATH)}
     child = subprocess.Popen(
         [sys.executable, "-m", "instructor.room", str(SAMPLES)],
-        cwd=ROOT,
+        cwd=PROJECT_DIR,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

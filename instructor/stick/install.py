@@ -401,12 +401,22 @@ def check_part(stick: Path, stack: str, target: str, python: str, full: bool = T
 # AMD's ROCm on Windows: a part carries the kernels of the GPUs named at make time.
 
 
+def doctor_path(project: Path) -> str:
+    """Where the project's doctor is imported from: its one file (doctor.pyz), or the source
+    folder of a project that has none (src/gpu_doctor); "" when the project has neither."""
+    if (project / "doctor.pyz").is_file():
+        return str(project / "doctor.pyz")
+    if (project / "src" / "gpu_doctor" / "facts.py").is_file():
+        return str(project / "src")
+    return ""
+
+
 def laptop_gpu_targets(project: Path) -> list[str]:
     """The gfx targets of this laptop's AMD GPUs as the project's own doctor reads them
-    (src/gpu_doctor, standard library only: DXGI and AMD's HIP runtime on Windows, the kernel's
+    (doctor.pyz, standard library only: DXGI and AMD's HIP runtime on Windows, the kernel's
     KFD on Linux); [] when it cannot tell. Read only for a part that carries GPU kernels."""
-    source = str(project / "src")
-    if not (project / "src" / "gpu_doctor" / "facts.py").is_file():
+    source = doctor_path(project)
+    if not source:
         return []
     sys.path.insert(0, source)
     try:

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from project_under_test import PROJECT_DIR
 
 from gpu_doctor import checkup, stick_check
 from gpu_doctor.gpus import AMD, Gpu
@@ -442,7 +443,7 @@ def test_install_reads_the_laptops_gpu_with_the_projects_doctor(monkeypatch):
     scan = GpuScan([amd_gpu("gfx1151"), Gpu("Microsoft Basic Render Driver", software=True)])
     monkeypatch.setattr(facts, "scan_gpus", lambda info: scan)
 
-    assert install.laptop_gpu_targets(Path(__file__).resolve().parents[2]) == ["gfx1151"]
+    assert install.laptop_gpu_targets(PROJECT_DIR) == ["gfx1151"]
 
 
 def test_verify_install_bundle_compares_the_kernels_with_the_laptops_gpu(
