@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from gpu_doctor.safe_text import FIELD_LIMIT, printable
-
+from ..doctor import FIELD_LIMIT, printable
 from .saved_reports import (
     MAX_ENTRIES,
     ReportError,

@@ -25,7 +25,7 @@ MANIFEST = "manifest.json"
 FROM_THE_STICK = "from the instructor's stick"
 REMAKE = (
     "the instructor makes the stick again at home, with the network: "
-    "python -m instructor.stick make"
+    "python instructor.pyz stick make"
 )
 OVERRIDE = "--into-this-python"
 USAGE = (
@@ -285,7 +285,7 @@ def find_part(stick: Path, manifest: dict, stack: str, target: str, python: str)
             f"This is Python {python}, and the stick's {stack} environment for {label} is for "
             f"Python {' or '.join(pythons)}: use Python {wanted} ({venv_commands(stack, wanted)}"
             f"), then run this again in it (adding Python {python} to the stick is the "
-            f"instructor's fix, at home: python -m instructor.stick make --python {python})."
+            f"instructor's fix, at home: python instructor.pyz stick make --python {python})."
         )
     platforms = sorted({PLATFORM_LABELS.get(p["platform"], p["platform"]) for p in ours})
     here = sorted(

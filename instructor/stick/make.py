@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pkgutil
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -299,7 +300,8 @@ def make(project: Path, stick: Path, bundle: Plan, package: str = "", say=print)
             "gpu_targets": sorted(part.gpu_targets),
         }
     files.update(copy_mnist(project / "data", stick, say))
-    _write_bytes(stick, "install.py", Path(install.__file__).read_bytes())
+    # read as package data: from the folder, or from inside instructor.pyz
+    _write_bytes(stick, "install.py", pkgutil.get_data(__package__, "install.py"))
     _write_bytes(stick, "README.txt", room_readme(manifest).encode("utf-8"))
     _write_manifest(stick, manifest)
     say(

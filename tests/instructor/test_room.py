@@ -18,12 +18,10 @@ import re
 import subprocess
 import sys
 import unicodedata
-from pathlib import Path
 
 import pytest
-from project_under_test import IMPORT_PATH, PROJECT_DIR, SAMPLES
-
 from gpu_doctor.safe_text import printable
+from project_under_test import IMPORT_PATH, PROJECT_DIR, SAMPLES
 
 from instructor.room.machines import (
     common_problems,

@@ -16,9 +16,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from project_under_test import IMPORT_PATH, PROJECT_DIR
-
 from gpu_doctor.stick_check import ask_stick
+from project_under_test import IMPORT_PATH, PROJECT_DIR
 
 from instructor.stick import install, make
 from instructor.stick.platforms import DEFAULT_TARGETS, TARGETS

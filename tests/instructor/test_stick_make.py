@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from gpu_doctor.project import load_project
 from project_under_test import IMPORT_PATH, PROJECT_DIR
 from test_stick import PYTHON, fake_wheel, needs_pip, small_stick
 
-from gpu_doctor.project import load_project
-
+from instructor.project import project_file
 from instructor.stick import __main__ as cli
 from instructor.stick import fetch, install, make
 from instructor.stick.lock import LOCK_FILE
@@ -61,6 +61,7 @@ def standin(tmp_path, monkeypatch) -> Path:
         f"--index-url {local_index(served, wheels)}\nalpha==1.0\n-e .[dev]\n"
     )
     (project / "pyproject.toml").write_text("[project]\nname = 'standin'\n")
+    shutil.copyfile(project_file(PROJECT_DIR), project / "environments" / "project.json")
     raw = project / "data" / "MNIST" / "raw"
     raw.mkdir(parents=True)
     for name in make.MNIST_FILES:
