@@ -36,9 +36,7 @@ INJECTION = "x'''); import pathlib; pathlib.Path('INJECTED').write_text('pwned')
 def structured_files(baked):
     """Configuration files."""
     return sorted(
-        f
-        for f in baked.files()
-        if f.endswith((".xml", ".toml", ".yml", ".yaml", ".json"))
+        f for f in baked.files() if f.endswith((".xml", ".toml", ".yml", ".yaml", ".json"))
     )
 
 
