@@ -451,8 +451,24 @@ def test_a_file_name_with_a_line_break_cannot_forge_a_line(tmp_path, capsys):
         (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": 1e999}}', "too large"),
         (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": ' + "9" * 400 + "}}", "digits"),
         (json.dumps(REPORT)[:-1] + ', "seconds": ' + "7" * 5000 + "}", "digits"),
+        # Python's json writes these for a float that is none (H3): int() of them raised
+        (json.dumps(REPORT).replace('"exit_code": 0', '"exit_code": NaN'), "exit_code"),
+        (json.dumps(REPORT).replace('"exit_code": 0', '"exit_code": Infinity'), "exit_code"),
+        (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": -Infinity}}', "device_ms"),
     ],
-    ids=["findings", "operators", "20k-findings", "project", "found", "float", "int", "int-4300"],
+    ids=[
+        "findings",
+        "operators",
+        "20k-findings",
+        "project",
+        "found",
+        "float",
+        "int",
+        "int-4300",
+        "exit-code-nan",
+        "exit-code-infinity",
+        "timing-minus-infinity",
+    ],
 )
 def test_a_malformed_report_is_unreadable_and_the_others_are_summarised(
     tmp_path, capsys, content, reason
