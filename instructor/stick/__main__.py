@@ -235,7 +235,11 @@ def make_stick(args: argparse.Namespace, project) -> int:
         asked = bundle.missing and not args.yes and sys.stdin.isatty()
         if asked and input("Download them now? [Y/n] ").strip().lower() not in ("", "y", "yes"):
             return 1
-        manifest = make(root, args.stick, bundle, project.package_name)
+        ranges = {
+            stack: [project.stacks[stack]["python_min"], project.stacks[stack]["python_max"]]
+            for stack, _ in wanted
+        }
+        manifest = make(root, args.stick, bundle, project.package_name, python_ranges=ranges)
     for name, part in sorted(manifest["parts"].items()):
         print(f"  {name}: {len(part['wheels'])} wheels, {human_size(part['bytes'])}")
     print(f"The stick is ready: {args.stick / 'README.txt'} says how the room installs from it.")

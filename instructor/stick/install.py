@@ -284,8 +284,7 @@ def find_part(stick: Path, manifest: dict, stack: str, target: str, python: str)
         raise StickProblem(
             f"This is Python {python}, and the stick's {stack} environment for {label} is for "
             f"Python {' or '.join(pythons)}: use Python {wanted} ({venv_commands(stack, wanted)}"
-            f"), then run this again in it (adding Python {python} to the stick is the "
-            f"instructor's fix, at home: python instructor.pyz stick make --python {python})."
+            f"), then run this again in it ({remake_for(stack, python, ours)})."
         )
     platforms = sorted({PLATFORM_LABELS.get(p["platform"], p["platform"]) for p in ours})
     here = sorted(
@@ -300,6 +299,32 @@ def find_part(stick: Path, manifest: dict, stack: str, target: str, python: str)
         f"The stick's {stack} environment is for {', '.join(platforms)}, not this {label}: "
         f"{instead}ask the instructor for a stick with {stack} for {label} (made at home with "
         f"--stacks {stack}:{target or 'PLATFORM'})."
+    )
+
+
+def version(text: str) -> tuple[int, ...]:
+    parts = str(text).split(".")
+    return tuple(int(part) for part in parts) if all(p.isdigit() for p in parts) else ()
+
+
+def remake_for(stack: str, python: str, parts: list[dict]) -> str:
+    """The instructor's fix for a laptop's Python that the stick lacks: a remake, unless the
+    stack does not run on that Python at all (make would refuse it: the manifest says the
+    stack's range; a stick made before it did is taken at its word)."""
+    span = next((p["python_range"] for p in parts if valid_range(p.get("python_range"))), None)
+    if span and not version(span[0]) <= version(python) <= version(span[1]):
+        return f"the {stack} stack runs on Python {span[0]} to {span[1]}, not {python}"
+    return (
+        f"adding Python {python} to the stick is the instructor's fix, at home: "
+        f"python instructor.pyz stick make --python {python}"
+    )
+
+
+def valid_range(span: object) -> bool:
+    return (
+        isinstance(span, list)
+        and len(span) == 2
+        and all(isinstance(end, str) and version(end) for end in span)
     )
 
 

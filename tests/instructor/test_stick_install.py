@@ -229,6 +229,45 @@ def test_the_wrong_python_is_told_to_use_the_sticks_python(room, capsys):
     assert ran == []
 
 
+def test_a_python_outside_the_stacks_range_is_not_told_to_remake_the_stick_for_it(room, capsys):
+    """H18: make refuses --python outside a stack's range (cpu starts at 3.10): the refusal
+    advises the stick's Python, never a remake that make would refuse in turn."""
+    stick, _, ran = room
+    low, high = OTHER_PYTHON, "3.14"  # a range that leaves out this Python
+    add_part(stick, "directml", python=OTHER_PYTHON, python_range=[low, high])
+
+    error = refusal(capsys, install.main(["directml"]))
+
+    assert f"use Python {OTHER_PYTHON}" in error
+    assert "--python" not in error
+    assert f"the directml stack runs on Python {low} to {high}" in error
+    assert ran == []
+
+
+def test_a_python_inside_the_stacks_range_is_told_the_remake_that_adds_it(room, capsys):
+    stick, _, _ = room
+    add_part(stick, "directml", python=OTHER_PYTHON, python_range=["3.8", "3.14"])
+
+    error = refusal(capsys, install.main(["directml"]))
+
+    assert f"python instructor.pyz stick make --python {PYTHON}" in error
+
+
+def test_make_records_each_stacks_python_range_in_the_manifest(tmp_path, monkeypatch):
+    from instructor.stick import make
+
+    monkeypatch.setattr(make, "copy_mnist", lambda *args: {})
+    stick = tmp_path / "stick"
+    stick.mkdir()
+    part = make.Part("cpu", TARGET, PYTHON, [])
+    plan = make.Plan([part], {}, [])
+
+    ranges = {"cpu": ["3.10", "3.14"]}
+    manifest = make.make(tmp_path, stick, plan, "p", say=print, python_ranges=ranges)
+
+    assert manifest["parts"][part.name]["python_range"] == ["3.10", "3.14"]
+
+
 def test_a_stack_for_another_platform_names_the_sticks_environments_for_this_one(room, capsys):
     stick, _, ran = room
     elsewhere = "macosx_arm64" if TARGET != "macosx_arm64" else "win_amd64"
