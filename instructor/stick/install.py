@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 MANIFEST = "manifest.json"
+MOST_BYTES = 10**15  # a petabyte: more than any stick holds, so a larger size is damage
 FROM_THE_STICK = "from the instructor's stick"
 REMAKE = (
     "the instructor makes the stick again at home, with the network: "
@@ -147,11 +148,15 @@ def shape_problem(manifest: object) -> str:
     return ""
 
 
+def plausible_size(size: object) -> bool:
+    """A count of bytes that a stick can hold (10**400 cannot even be shown in GB)."""
+    return isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MOST_BYTES
+
+
 def file_entry_problem(entry: object) -> str:
     if not isinstance(entry, dict):
         return "is not an object"
-    size = entry.get("size")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+    if not plausible_size(entry.get("size")):
         return "has no size"
     if not isinstance(entry.get("sha256"), str) or not HEX_DIGEST.fullmatch(entry["sha256"]):
         return "has no SHA-256"
@@ -164,7 +169,7 @@ def part_problem(part: object, files: dict) -> str:
     for key in ("stack", "platform", "python", "requirements"):
         if not isinstance(part.get(key), str) or not part[key]:
             return f"has no {key}"
-    if not isinstance(part.get("bytes"), int):
+    if not plausible_size(part.get("bytes")):
         return "has no bytes"
     if not inside_the_stick(part["requirements"]):
         return "names requirements outside the stick"

@@ -325,7 +325,48 @@ def test_a_second_make_at_once_is_refused_and_a_killed_makes_lock_is_not(standin
     assert not (stick / LOCK_FILE).exists()
 
 
+def test_an_index_that_gives_a_size_no_file_has_counts_as_unknown(monkeypatch):
+    """G13's other way in: an index (or a mirror) answering Content-Length: 10**400."""
+
+    class Answer:
+        headers = {"Content-Length": str(10**400)}
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(fetch.urllib.request, "urlopen", lambda *args, **kwargs: Answer())
+
+    assert fetch.size_of("https://mirror.example/simple/alpha-1.0-py3-none-any.whl") == 0
+
+
 # ------------------------------------------------------------------ 5. a manifest of another shape
+
+
+@pytest.mark.slow
+@needs_pip
+@pytest.mark.parametrize("field", ["bytes", "size"])
+def test_a_manifests_size_no_stick_holds_counts_as_no_manifest(standin, tmp_path, capsys, field):
+    """G13: a part of 10**400 bytes (another make's, or a damaged manifest) was an OverflowError
+    when make wrote the README: such a manifest is damaged, and make writes a new one."""
+    stick = tmp_path / "stick"
+    assert make_cpu(stick) == 0
+    manifest = json.loads((stick / "manifest.json").read_text(encoding="utf-8"))
+    other = dict(next(iter(manifest["parts"].values())), platform="win_amd64", bytes=10**400)
+    manifest["parts"]["cpu-win_amd64-py" + PYTHON] = other
+    if field == "size":
+        other["bytes"] = 1
+        next(iter(manifest["files"].values()))["size"] = 10**400
+    (stick / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    capsys.readouterr()
+
+    assert make_cpu(stick) == 0
+
+    assert "The stick is ready" in capsys.readouterr().out
+    assert "cpu-win_amd64" not in (stick / "README.txt").read_text(encoding="utf-8")
+    assert install.check_part(stick, "cpu", "manylinux_x86_64", PYTHON)
 
 
 @pytest.mark.slow
