@@ -148,13 +148,14 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     maker = commands.add_parser("make", help="write (or complete) a stick, with the network")
     maker.add_argument("stick", type=Path, help="the folder to write, e.g. E:\\ or /media/usb")
+    named = " and ".join(dict.fromkeys([project.accelerator, "cpu"]))  # cpu once in a cpu project
     maker.add_argument(
         "--stacks",
         nargs="+",
         default=sorted({project.accelerator, "cpu"}),
         metavar="STACK[:PLATFORM,...]",
         help=f"stacks of environments/, each for the platforms it runs on or those named after a "
-        f"colon (default: {project.accelerator} and cpu)",
+        f"colon (default: {named})",
     )
     maker.add_argument(
         "--platforms",
