@@ -31,6 +31,13 @@ class FullDisk(io.TextIOBase):
         raise io.UnsupportedOperation("no descriptor")
 
 
+@pytest.fixture(autouse=True)
+def stdout_not_yet_gone(monkeypatch):
+    """Each test starts with a stdout that is there, and leaves the flag (per process, in the
+    doctor's commands) as it found it for the tests after it."""
+    monkeypatch.setattr(commands, "_stdout_gone", False)
+
+
 def child_env():
     return dict(os.environ, PYTHONPATH=os.pathsep.join(IMPORT_PATH))
 
