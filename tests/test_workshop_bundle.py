@@ -1,4 +1,4 @@
-"""The workshop stick for real: `python -m instructor.stick make` writes the directml stack's
+"""The workshop stick for real: `python instructor.pyz stick make` writes the directml stack's
 wheels for Windows x64 and Linux x86_64 and the cpu stack's for macOS arm64 (PyPI), a fresh
 environment installs the Linux part from it with no index and trains, and the Windows part
 installs under Windows CPython (Wine). Stacks whose index this machine cannot reach are checked
@@ -60,7 +60,7 @@ def clean_env(project: Path) -> dict:
 
 def make(project: Path, stick: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "instructor.stick", "make", str(stick), "--yes", *args],
+        [sys.executable, "instructor.pyz", "stick", "make", str(stick), "--yes", *args],
         cwd=project,
         env=clean_env(project),
         capture_output=True,

@@ -8,8 +8,6 @@ import re
 
 import pytest
 
-from instructor.room import summary as room_summary
-
 from {{ cookiecutter.package_name }} import (
     benchmark,
     data,
@@ -433,7 +431,6 @@ COMMANDS = {  # command: its main, and the shared options it offers
     "benchmark": (benchmark.main, {"--device"}),
     "verify_install": (verify_install.main, {"--device"}),
     "data": (data.main, {"--data-dir"}),
-    "instructor.room": (room_summary.main, set()),  # the instructor's command, not the project's
 }
 
 
@@ -459,8 +456,7 @@ def test_every_command_words_the_shared_options_alike(name, monkeypatch, capsys)
     command, in other words, fails here."""
     main, offered = COMMANDS[name]
     parser, text = parser_and_help(main, monkeypatch, capsys)
-    module = name if name.startswith("instructor.") else f"{train.__package__}.{name}"
-    assert text.startswith(f"usage: python -m {module} ")
+    assert text.startswith(f"usage: python -m {train.__package__}.{name} ")
     options = {o: a for a in parser._actions for o in a.option_strings}
     assert offered <= set(options), f"{name} lacks {offered - set(options)}"
     for option in set(options) & set(SHARED):

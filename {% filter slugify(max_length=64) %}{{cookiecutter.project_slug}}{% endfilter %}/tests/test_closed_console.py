@@ -21,10 +21,6 @@ from gpu_doctor.verdict import (
     Report,
 )
 
-from instructor.room import (
-    summary,
-)
-
 from {{ cookiecutter.package_name }} import (
     data,
     train,
@@ -35,7 +31,6 @@ from {{ cookiecutter.package_name }}.machinery import (
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-SAMPLES = Path(__file__).resolve().parent / "instructor" / "reports"
 HAS_DEV_FULL = os.path.exists("/dev/full")
 
 # A training run in a child process on a small synthetic set: a few seconds per epoch.
@@ -177,38 +172,3 @@ def test_ctrl_c_during_verify_install_exits_130_without_a_traceback(capsys, monk
         pytest.fail("Ctrl+C left verify_install as a traceback")
     assert code == 130
     assert capsys.readouterr().err == "Interrupted.\n"
-
-
-# --------------------------------------------------------------------------------- reports
-
-
-def test_reports_with_stdout_closed_exits_as_with_it(capsys, monkeypatch):
-    code = summary.main([str(SAMPLES)])
-    capsys.readouterr()
-    monkeypatch.setattr(commands, "_stdout_gone", False)
-    monkeypatch.setattr(sys, "stdout", None)
-    assert summary.main([str(SAMPLES)]) == code
-    assert capsys.readouterr().err == ""
-
-
-def test_reports_into_a_full_disk_exits_74_with_one_sentence(capsys, monkeypatch):
-    monkeypatch.setattr(sys, "stdout", FullDisk())
-    assert summary.main([str(SAMPLES), "--markdown"]) == 74
-    assert capsys.readouterr().err.startswith("error: the output could not be written")
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not HAS_DEV_FULL, reason="no /dev/full on this system")
-def test_python_m_reports_into_dev_full(child_limit):
-    with open("/dev/full", "w") as full:
-        done = subprocess.run(
-            [sys.executable, "-m", summary.__name__, str(SAMPLES)],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=child_env(),
-            timeout=child_limit,
-        )
-    assert done.returncode == 74, done.stderr
-    assert done.stderr.startswith("error: the output could not be written to stdout")
-    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr

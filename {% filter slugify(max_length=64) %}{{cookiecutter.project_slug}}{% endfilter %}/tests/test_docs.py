@@ -24,17 +24,12 @@ import pytest
 
 import gpu_doctor
 
-from instructor.room.summary import (
-    decode,
-)
-
 import {{ cookiecutter.package_name }} as package
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = package.__name__
 SOURCES = Path(package.__file__).resolve().parent
 DOCTOR = Path(gpu_doctor.__file__).resolve().parent  # the doctor's package, beside the project's
-INSTRUCTOR = ROOT / "instructor"  # the instructor's tools, beside src/
 READMES = ["README.md", "README.zh-CN.md"]
 PAGES = [
     "docs/commands.md",
@@ -125,7 +120,7 @@ def test_every_python_m_command_names_a_module_of_this_project(document):
         if module in OTHER_MODULES:
             continue
         top, _, rest = module.partition(".")
-        folders = {PACKAGE: SOURCES, DOCTOR.name: DOCTOR, INSTRUCTOR.name: INSTRUCTOR}
+        folders = {PACKAGE: SOURCES, DOCTOR.name: DOCTOR}
         assert top in folders and rest, f"{document}: python -m {module}"
         path = folders[top] / (rest.replace(".", "/") + ".py")
         if not path.is_file():  # a package run with python -m: its __main__.py
@@ -339,13 +334,16 @@ def program_strings() -> list:
     return pieces
 
 
+# What another program printed on a real machine, as a verify_install report recorded it:
+# torch-directml's import on a Linux laptop without WSL2's DirectX.
+RECORDED_ON_MACHINES = [
+    "torch_directml failed to load: OSError: libd3d12.so: cannot open shared object file",
+]
+
+
 def recorded_outputs() -> list:
-    """What the programs printed: the sample reports, and the outputs docs/directml.md quotes."""
-    texts = [
-        decode(path.read_bytes())
-        for path in (ROOT / "tests" / "instructor" / "reports").glob("*.json")
-    ]
-    return texts + ["\n".join(code_spans(read("docs/directml.md")))]
+    """What the programs printed: on real machines, and the outputs docs/directml.md quotes."""
+    return [*RECORDED_ON_MACHINES, "\n".join(code_spans(read("docs/directml.md")))]
 
 
 def troubleshooting_messages(text: str) -> list:
@@ -394,18 +392,16 @@ def test_the_template_version_is_shown(document):
 
 def test_the_workshop_checklist_makes_the_stick_and_installs_from_it():
     """docs/workshop.md's day-before steps: the commands it names exist with these options
-    (what the stick holds is tested in tests/instructor/test_stick.py)."""
+    (a stick's own check is `python instructor.pyz stick check`)."""
     workshop = read("docs/workshop.md")
     from gpu_doctor import checkup
 
-    assert "python -m instructor.stick make E:\\" in workshop
+    assert "python instructor.pyz stick make E:\\" in workshop
     assert "install.py" in workshop and "--bundle E:\\" in workshop
-    assert (ROOT / "instructor" / "stick" / "install.py").is_file()
     assert checkup.parse_args(["--bundle", "E:\\"]).bundle
     usage = subprocess.run(  # in the project folder, as the checklist says
-        [sys.executable, "-m", "instructor.stick", "make", "--help"],
+        [sys.executable, "instructor.pyz", "stick", "make", "--help"],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         capture_output=True,
         text=True,
         timeout=60,

@@ -10,5 +10,5 @@ subject; each rule holds its condition, wording, fix and code) -> ``probes`` wit
 JSON) -> ``render`` (text, Markdown). ``envcheck`` runs the standard-library part: the project
 generator's hook imports it from the freshly written ``src/`` before any environment exists.
 ``checkup`` runs all of it (``python -m <package>.verify_install``). The instructor's tools (the
-workshop stick, the room's summary) are not here: they are the project's ``instructor/``.
+workshop stick, the room's summary) are not here: they are the project's ``instructor.pyz``.
 """

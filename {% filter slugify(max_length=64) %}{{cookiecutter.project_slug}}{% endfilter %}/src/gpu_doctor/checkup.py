@@ -369,7 +369,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         default=None,
         metavar="FOLDER",
-        help="a workshop stick (python -m instructor.stick make): say whether it holds the "
+        help="a workshop stick (python instructor.pyz stick make): say whether it holds the "
         "environment this machine needs, and what is missing",
     )
     device = add_device_option(parser, "test")

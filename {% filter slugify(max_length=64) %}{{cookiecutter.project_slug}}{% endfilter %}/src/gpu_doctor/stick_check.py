@@ -1,6 +1,6 @@
 """verify_install --bundle: does a workshop stick hold what this machine needs?
 
-The stick answers for itself: the instructor's ``python -m instructor.stick make`` copies its
+The stick answers for itself: the instructor's ``python instructor.pyz stick make`` copies its
 installer, ``install.py`` (standard library only), onto the stick, and that file knows the
 stick's manifest. So the doctor carries none of the stick's code, and a stick is checked by
 the same code that will install from it. The doctor adds what it knows of this laptop: the

@@ -69,10 +69,6 @@ from gpu_doctor.verdict import (
     Report,
 )
 
-from instructor.room import (
-    machines,
-)
-
 from {{ cookiecutter.package_name }} import (
     model,
     train,
@@ -1130,7 +1126,6 @@ def test_output_writes_the_report_in_utf8_whatever_the_console(
     assert report["project"]["name"] == "\u624b\u5199\u6570\u5b57"
     assert report["verdict"]["exit_code"] == code
     assert said == f"Report written to {report_file}: cpu-fallback.\n"
-    assert machines.load_report(report_file).status == "cpu-fallback"
     text = text_file.read_text(encoding="utf-8")
     assert text.startswith("verify_install: \u624b\u5199\u6570\u5b57") and "[\u2713]" in text
 

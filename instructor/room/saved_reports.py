@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from gpu_doctor.safe_text import printable
+from ..doctor import printable
 
 MAX_REPORT_BYTES = 1_000_000  # a report is a few KB; the limit says so in the reason
 MAX_DEPTH = 16  # folders below this level are not searched

@@ -1,7 +1,7 @@
 """Summarise a folder of ``verify_install --json`` reports: who can train, on what, and what fails.
 
-    python -m instructor.room FOLDER              a plain-text summary (in the project folder)
-    python -m instructor.room FOLDER --markdown   the same as Markdown tables
+    python instructor.pyz room FOLDER              a plain-text summary (in the project folder)
+    python instructor.pyz room FOLDER --markdown   the same as Markdown tables
 
 For workshop instructors: every participant runs ``python -m <package>.verify_install --json
 --output FILE``, FILE named after them or their machine; collect the files in one folder
@@ -28,10 +28,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from gpu_doctor.commands import command, command_parser, write_out
-from gpu_doctor.project import project_package
-from gpu_doctor.safe_text import FIELD_LIMIT, printable
-
+from ..doctor import FIELD_LIMIT, command, command_parser, printable, write_out
+from ..project import project_package
 from .machines import (
     SEVERITY,
     STATUS_ORDER,
@@ -54,6 +52,7 @@ from .saved_reports import (
 
 __all__ = ["ReportError", "decode", "parse", "summarise", "main"]
 
+PROG = "python instructor.pyz room"
 TEXT_CELL = 60  # longest cell in the plain-text tables; Markdown cells are cut at FIELD_LIMIT
 TEXT_WIDTH = 100  # the plain-text problem list is wrapped to this width
 
@@ -235,7 +234,7 @@ def summarise(
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     package = project_package()
     parser = command_parser(
-        "instructor.room",
+        PROG,
         "Summarise a folder of `verify_install --json` reports into tables: the "
         "verdicts, the devices, every machine, and the problems several machines share.",
         f"collect reports with: python -m {package}.verify_install --output reports/NAME.json "
@@ -253,6 +252,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--markdown", action="store_true", help="print Markdown tables instead of text"
     )
+    parser.prog = PROG  # the doctor's parsers say "python -m", which runs no .pyz
     return parser.parse_args(argv)
 
 

@@ -1,3 +1,3 @@
 """A room's ``verify_install --json`` reports: read safely (``saved_reports``), one ``Machine``
 per report (``machines``), summarised as text or Markdown (``summary``):
-``python -m instructor.room FOLDER``."""
+``python instructor.pyz room FOLDER``."""

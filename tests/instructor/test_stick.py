@@ -16,8 +16,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from gpu_doctor.stick_check import ask_stick
+from project_under_test import IMPORT_PATH, PROJECT_DIR
 
 from instructor.stick import install, make
 from instructor.stick.platforms import DEFAULT_TARGETS, TARGETS
@@ -31,7 +31,6 @@ from instructor.stick.resolve import (
     with_extras,
 )
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
 PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
@@ -281,7 +280,7 @@ def test_verify_install_takes_a_stick(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "gpu_doctor.checkup", "--bundle", str(stick)],
         cwd=PROJECT_DIR, capture_output=True, text=True, timeout=600,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECT_DIR / "src"), *sys.path])),
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([*IMPORT_PATH, *sys.path])),
     )  # fmt: skip
     assert "Traceback" not in result.stderr
     assert result.stdout.strip().splitlines()[-1].startswith("Workshop stick: ")

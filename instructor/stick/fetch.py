@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from .install import plausible_size
 from .resolve import Wheel
 
 try:  # a progress bar where tqdm is installed (every stack has it); plain lines otherwise
@@ -41,9 +42,10 @@ def size_of(url: str) -> int:
     request = urllib.request.Request(url, method="HEAD")
     try:
         with urllib.request.urlopen(request, timeout=60) as answer:
-            return int(answer.headers.get("Content-Length") or 0)
+            size = int(answer.headers.get("Content-Length") or 0)
     except (OSError, ValueError):
         return 0
+    return size if plausible_size(size) else 0  # 10**400 is no file's size: unknown
 
 
 def human_size(size: int, decimals: int = 0) -> str:

@@ -1,5 +1,5 @@
-"""python -m instructor.stick make E:\\ [--stacks directml cpu:macosx_arm64] [--python 3.11]
-python -m instructor.stick check E:\\ STACK
+"""python instructor.pyz stick make E:\\ [--stacks directml cpu:macosx_arm64] [--python 3.11]
+python instructor.pyz stick check E:\\ STACK
 
 ``make`` (once, at home, with the network) writes every wheel the named environments need, MNIST,
 a manifest and a README onto a stick; ``check`` tests a stick for one environment on this
@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-from gpu_doctor.project import load_project, parse_version
-
+from ..project import NoProject, load_project, python_version
 from . import install
 from .fetch import human_size
 from .lock import LOCK_FILE, StickBusy, stick_lock
@@ -47,7 +46,7 @@ def check_python(python: str, wanted: list, stacks: dict) -> None:
         )
     for stack, _ in wanted:
         low, high = stacks[stack]["python_min"], stacks[stack]["python_max"]
-        if not parse_version(low) <= parse_version(python) <= parse_version(high):
+        if not python_version(low) <= python_version(python) <= python_version(high):
             raise BundleError(
                 f"The {stack} stack runs on Python {low} to {high}, not {python}: name the "
                 f"laptops' Python within that range (--python {low} ... --python {high})."
@@ -137,21 +136,26 @@ def cannot_write(stick: Path, error: OSError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    project = load_project()
+    try:
+        project = load_project()
+    except NoProject as error:
+        print(error, file=sys.stderr)
+        return 1
     parser = argparse.ArgumentParser(
-        prog="python -m instructor.stick",
+        prog="python instructor.pyz stick",
         description="A workshop stick: every wheel, MNIST and a README, to install offline.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     maker = commands.add_parser("make", help="write (or complete) a stick, with the network")
     maker.add_argument("stick", type=Path, help="the folder to write, e.g. E:\\ or /media/usb")
+    named = " and ".join(dict.fromkeys([project.accelerator, "cpu"]))  # cpu once in a cpu project
     maker.add_argument(
         "--stacks",
         nargs="+",
         default=sorted({project.accelerator, "cpu"}),
         metavar="STACK[:PLATFORM,...]",
         help=f"stacks of environments/, each for the platforms it runs on or those named after a "
-        f"colon (default: {project.accelerator} and cpu)",
+        f"colon (default: {named})",
     )
     maker.add_argument(
         "--platforms",
@@ -232,7 +236,11 @@ def make_stick(args: argparse.Namespace, project) -> int:
         asked = bundle.missing and not args.yes and sys.stdin.isatty()
         if asked and input("Download them now? [Y/n] ").strip().lower() not in ("", "y", "yes"):
             return 1
-        manifest = make(root, args.stick, bundle, project.package_name)
+        ranges = {
+            stack: [project.stacks[stack]["python_min"], project.stacks[stack]["python_max"]]
+            for stack, _ in wanted
+        }
+        manifest = make(root, args.stick, bundle, project.package_name, python_ranges=ranges)
     for name, part in sorted(manifest["parts"].items()):
         print(f"  {name}: {len(part['wheels'])} wheels, {human_size(part['bytes'])}")
     print(f"The stick is ready: {args.stick / 'README.txt'} says how the room installs from it.")

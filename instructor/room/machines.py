@@ -7,14 +7,14 @@ devices, the steps that fail). ``summary`` prints it. Standard library only.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from gpu_doctor.safe_text import FIELD_LIMIT, printable
-
+from ..doctor import FIELD_LIMIT, printable
 from .saved_reports import (
     MAX_ENTRIES,
     ReportError,
@@ -129,7 +129,10 @@ def _text(data: dict[str, Any], key: str, default: str = "", where: str = "") ->
 def _number(data: dict[str, Any], key: str, where: str) -> float | None:
     value = data.get(key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)  # parse() refused numbers too large for a float
+        # parse() refused numbers too large for a float; NaN and Infinity are JSON to Python
+        if not math.isfinite(value):
+            raise ReportError(f"{where}{key!r} is {value}, not a number a report holds")
+        return float(value)
     if value is None:
         return None
     raise ReportError(f"{where}{key!r} is {_kind(value)}, not a number")

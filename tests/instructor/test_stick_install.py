@@ -14,12 +14,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from gpu_doctor import checkup, stick_check
 from gpu_doctor.gpus import AMD, Gpu
 from gpu_doctor.recommend import Recommendation
 from gpu_doctor.stick_check import ask_stick
 from gpu_doctor.verdict import Report
+from project_under_test import PROJECT_DIR
 
 from instructor.stick import __main__ as stick_command
 from instructor.stick import install
@@ -227,6 +227,45 @@ def test_the_wrong_python_is_told_to_use_the_sticks_python(room, capsys):
     assert f"{OTHER_PYTHON} -m venv .venv-directml" in error  # py -3.12 or python3.12
     assert error.index(f"use Python {OTHER_PYTHON}") < error.index("at home")
     assert ran == []
+
+
+def test_a_python_outside_the_stacks_range_is_not_told_to_remake_the_stick_for_it(room, capsys):
+    """H18: make refuses --python outside a stack's range (cpu starts at 3.10): the refusal
+    advises the stick's Python, never a remake that make would refuse in turn."""
+    stick, _, ran = room
+    low, high = OTHER_PYTHON, "3.14"  # a range that leaves out this Python
+    add_part(stick, "directml", python=OTHER_PYTHON, python_range=[low, high])
+
+    error = refusal(capsys, install.main(["directml"]))
+
+    assert f"use Python {OTHER_PYTHON}" in error
+    assert "--python" not in error
+    assert f"the directml stack runs on Python {low} to {high}" in error
+    assert ran == []
+
+
+def test_a_python_inside_the_stacks_range_is_told_the_remake_that_adds_it(room, capsys):
+    stick, _, _ = room
+    add_part(stick, "directml", python=OTHER_PYTHON, python_range=["3.8", "3.14"])
+
+    error = refusal(capsys, install.main(["directml"]))
+
+    assert f"python instructor.pyz stick make --python {PYTHON}" in error
+
+
+def test_make_records_each_stacks_python_range_in_the_manifest(tmp_path, monkeypatch):
+    from instructor.stick import make
+
+    monkeypatch.setattr(make, "copy_mnist", lambda *args: {})
+    stick = tmp_path / "stick"
+    stick.mkdir()
+    part = make.Part("cpu", TARGET, PYTHON, [])
+    plan = make.Plan([part], {}, [])
+
+    ranges = {"cpu": ["3.10", "3.14"]}
+    manifest = make.make(tmp_path, stick, plan, "p", say=print, python_ranges=ranges)
+
+    assert manifest["parts"][part.name]["python_range"] == ["3.10", "3.14"]
 
 
 def test_a_stack_for_another_platform_names_the_sticks_environments_for_this_one(room, capsys):
@@ -442,7 +481,7 @@ def test_install_reads_the_laptops_gpu_with_the_projects_doctor(monkeypatch):
     scan = GpuScan([amd_gpu("gfx1151"), Gpu("Microsoft Basic Render Driver", software=True)])
     monkeypatch.setattr(facts, "scan_gpus", lambda info: scan)
 
-    assert install.laptop_gpu_targets(Path(__file__).resolve().parents[2]) == ["gfx1151"]
+    assert install.laptop_gpu_targets(PROJECT_DIR) == ["gfx1151"]
 
 
 def test_verify_install_bundle_compares_the_kernels_with_the_laptops_gpu(

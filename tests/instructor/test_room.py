@@ -18,11 +18,10 @@ import re
 import subprocess
 import sys
 import unicodedata
-from pathlib import Path
 
 import pytest
-
 from gpu_doctor.safe_text import printable
+from project_under_test import IMPORT_PATH, PROJECT_DIR, SAMPLES
 
 from instructor.room.machines import (
     common_problems,
@@ -38,8 +37,6 @@ from instructor.room.summary import (
     summarise,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = Path(__file__).resolve().parent / "reports"
 EXPECTED_STATUS = {
     "ana-linux-laptop.json": "cpu-fallback",
     "ben-wrong-interpreter.json": "broken",
@@ -166,10 +163,10 @@ def test_the_markdown_summary_is_made_of_tables(samples):
 
 
 def test_the_command_summarises_the_sample_folder(child_limit):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(IMPORT_PATH)}
     done = subprocess.run(  # as docs/workshop.md runs it: in the project folder
         [sys.executable, "-m", "instructor.room", str(SAMPLES)],
-        cwd=ROOT,
+        cwd=PROJECT_DIR,
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -265,10 +262,10 @@ def test_a_deeply_nested_file_is_listed_as_unreadable_and_the_summary_stays(tmp_
 
 
 def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path, child_limit):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(IMPORT_PATH)}
     child = subprocess.Popen(
         [sys.executable, "-m", "instructor.room", str(SAMPLES)],
-        cwd=ROOT,
+        cwd=PROJECT_DIR,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
@@ -454,8 +451,24 @@ def test_a_file_name_with_a_line_break_cannot_forge_a_line(tmp_path, capsys):
         (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": 1e999}}', "too large"),
         (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": ' + "9" * 400 + "}}", "digits"),
         (json.dumps(REPORT)[:-1] + ', "seconds": ' + "7" * 5000 + "}", "digits"),
+        # Python's json writes these for a float that is none (H3): int() of them raised
+        (json.dumps(REPORT).replace('"exit_code": 0', '"exit_code": NaN'), "exit_code"),
+        (json.dumps(REPORT).replace('"exit_code": 0', '"exit_code": Infinity'), "exit_code"),
+        (json.dumps(REPORT)[:-1] + ', "timing": {"device_ms": -Infinity}}', "device_ms"),
     ],
-    ids=["findings", "operators", "20k-findings", "project", "found", "float", "int", "int-4300"],
+    ids=[
+        "findings",
+        "operators",
+        "20k-findings",
+        "project",
+        "found",
+        "float",
+        "int",
+        "int-4300",
+        "exit-code-nan",
+        "exit-code-infinity",
+        "timing-minus-infinity",
+    ],
 )
 def test_a_malformed_report_is_unreadable_and_the_others_are_summarised(
     tmp_path, capsys, content, reason

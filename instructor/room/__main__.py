@@ -1,4 +1,4 @@
-"""python -m instructor.room FOLDER [--markdown]: see ``summary``."""
+"""python instructor.pyz room FOLDER [--markdown]: see ``summary``."""
 
 import sys
 

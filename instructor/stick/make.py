@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import pkgutil
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -257,9 +258,18 @@ def _write_manifest(stick: Path, manifest: dict) -> None:
 # ------------------------------------------------------------------ make
 
 
-def make(project: Path, stick: Path, bundle: Plan, package: str = "", say=print) -> dict:
+def make(
+    project: Path,
+    stick: Path,
+    bundle: Plan,
+    package: str = "",
+    say=print,
+    python_ranges: dict[str, list[str]] | None = None,
+) -> dict:
     """Download what ``bundle`` lacks, then write the requirement files, MNIST and the manifest.
-    Each wheel goes into the manifest as soon as it is whole: a run that is stopped keeps them."""
+    Each wheel goes into the manifest as soon as it is whole: a run that is stopped keeps them.
+    ``python_ranges`` ({stack: [lowest, highest]}) go into the manifest, so that install.py
+    advises a remake only for a Python the stack runs on."""
     known = _known(stick)
     check_what_make_writes(stick, bundle, known, mnist_sources(project / "data"))
     needed = bundle.bytes_to_download() + mnist_bytes(project / "data", stick) + TEXT_BYTES
@@ -298,8 +308,11 @@ def make(project: Path, stick: Path, bundle: Plan, package: str = "", say=print)
             "bytes": sum(files[f"wheels/{w.filename}"]["size"] for w in part.wheels),
             "gpu_targets": sorted(part.gpu_targets),
         }
+        if python_ranges and part.stack in python_ranges:
+            manifest["parts"][part.name]["python_range"] = list(python_ranges[part.stack])
     files.update(copy_mnist(project / "data", stick, say))
-    _write_bytes(stick, "install.py", Path(install.__file__).read_bytes())
+    # read as package data: from the folder, or from inside instructor.pyz
+    _write_bytes(stick, "install.py", pkgutil.get_data(__package__, "install.py"))
     _write_bytes(stick, "README.txt", room_readme(manifest).encode("utf-8"))
     _write_manifest(stick, manifest)
     say(

@@ -22,10 +22,11 @@ import sys
 from pathlib import Path
 
 MANIFEST = "manifest.json"
+MOST_BYTES = 10**15  # a petabyte: more than any stick holds, so a larger size is damage
 FROM_THE_STICK = "from the instructor's stick"
 REMAKE = (
     "the instructor makes the stick again at home, with the network: "
-    "python -m instructor.stick make"
+    "python instructor.pyz stick make"
 )
 OVERRIDE = "--into-this-python"
 USAGE = (
@@ -147,11 +148,15 @@ def shape_problem(manifest: object) -> str:
     return ""
 
 
+def plausible_size(size: object) -> bool:
+    """A count of bytes that a stick can hold (10**400 cannot even be shown in GB)."""
+    return isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MOST_BYTES
+
+
 def file_entry_problem(entry: object) -> str:
     if not isinstance(entry, dict):
         return "is not an object"
-    size = entry.get("size")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+    if not plausible_size(entry.get("size")):
         return "has no size"
     if not isinstance(entry.get("sha256"), str) or not HEX_DIGEST.fullmatch(entry["sha256"]):
         return "has no SHA-256"
@@ -164,7 +169,7 @@ def part_problem(part: object, files: dict) -> str:
     for key in ("stack", "platform", "python", "requirements"):
         if not isinstance(part.get(key), str) or not part[key]:
             return f"has no {key}"
-    if not isinstance(part.get("bytes"), int):
+    if not plausible_size(part.get("bytes")):
         return "has no bytes"
     if not inside_the_stick(part["requirements"]):
         return "names requirements outside the stick"
@@ -284,8 +289,7 @@ def find_part(stick: Path, manifest: dict, stack: str, target: str, python: str)
         raise StickProblem(
             f"This is Python {python}, and the stick's {stack} environment for {label} is for "
             f"Python {' or '.join(pythons)}: use Python {wanted} ({venv_commands(stack, wanted)}"
-            f"), then run this again in it (adding Python {python} to the stick is the "
-            f"instructor's fix, at home: python -m instructor.stick make --python {python})."
+            f"), then run this again in it ({remake_for(stack, python, ours)})."
         )
     platforms = sorted({PLATFORM_LABELS.get(p["platform"], p["platform"]) for p in ours})
     here = sorted(
@@ -300,6 +304,32 @@ def find_part(stick: Path, manifest: dict, stack: str, target: str, python: str)
         f"The stick's {stack} environment is for {', '.join(platforms)}, not this {label}: "
         f"{instead}ask the instructor for a stick with {stack} for {label} (made at home with "
         f"--stacks {stack}:{target or 'PLATFORM'})."
+    )
+
+
+def version(text: str) -> tuple[int, ...]:
+    parts = str(text).split(".")
+    return tuple(int(part) for part in parts) if all(p.isdigit() for p in parts) else ()
+
+
+def remake_for(stack: str, python: str, parts: list[dict]) -> str:
+    """The instructor's fix for a laptop's Python that the stick lacks: a remake, unless the
+    stack does not run on that Python at all (make would refuse it: the manifest says the
+    stack's range; a stick made before it did is taken at its word)."""
+    span = next((p["python_range"] for p in parts if valid_range(p.get("python_range"))), None)
+    if span and not version(span[0]) <= version(python) <= version(span[1]):
+        return f"the {stack} stack runs on Python {span[0]} to {span[1]}, not {python}"
+    return (
+        f"adding Python {python} to the stick is the instructor's fix, at home: "
+        f"python instructor.pyz stick make --python {python}"
+    )
+
+
+def valid_range(span: object) -> bool:
+    return (
+        isinstance(span, list)
+        and len(span) == 2
+        and all(isinstance(end, str) and version(end) for end in span)
     )
 
 
@@ -401,12 +431,22 @@ def check_part(stick: Path, stack: str, target: str, python: str, full: bool = T
 # AMD's ROCm on Windows: a part carries the kernels of the GPUs named at make time.
 
 
+def doctor_path(project: Path) -> str:
+    """Where the project's doctor is imported from: its one file (doctor.pyz), or the source
+    folder of a project that has none (src/gpu_doctor); "" when the project has neither."""
+    if (project / "doctor.pyz").is_file():
+        return str(project / "doctor.pyz")
+    if (project / "src" / "gpu_doctor" / "facts.py").is_file():
+        return str(project / "src")
+    return ""
+
+
 def laptop_gpu_targets(project: Path) -> list[str]:
     """The gfx targets of this laptop's AMD GPUs as the project's own doctor reads them
-    (src/gpu_doctor, standard library only: DXGI and AMD's HIP runtime on Windows, the kernel's
+    (doctor.pyz, standard library only: DXGI and AMD's HIP runtime on Windows, the kernel's
     KFD on Linux); [] when it cannot tell. Read only for a part that carries GPU kernels."""
-    source = str(project / "src")
-    if not (project / "src" / "gpu_doctor" / "facts.py").is_file():
+    source = doctor_path(project)
+    if not source:
         return []
     sys.path.insert(0, source)
     try:

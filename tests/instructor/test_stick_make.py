@@ -19,10 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from gpu_doctor.project import load_project
+from project_under_test import IMPORT_PATH, PROJECT_DIR
 from test_stick import PYTHON, fake_wheel, needs_pip, small_stick
 
-from gpu_doctor.project import load_project
-
+from instructor.project import project_file
 from instructor.stick import __main__ as cli
 from instructor.stick import fetch, install, make
 from instructor.stick.lock import LOCK_FILE
@@ -30,7 +31,6 @@ from instructor.stick.platforms import DEFAULT_TARGETS, TARGETS
 from instructor.stick.readme import room_readme
 from instructor.stick.resolve import ResolveError, mirror_options, resolve, unreachable_indexes
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
 ABI = "cp" + PYTHON.replace(".", "")
 
 
@@ -61,6 +61,7 @@ def standin(tmp_path, monkeypatch) -> Path:
         f"--index-url {local_index(served, wheels)}\nalpha==1.0\n-e .[dev]\n"
     )
     (project / "pyproject.toml").write_text("[project]\nname = 'standin'\n")
+    shutil.copyfile(project_file(PROJECT_DIR), project / "environments" / "project.json")
     raw = project / "data" / "MNIST" / "raw"
     raw.mkdir(parents=True)
     for name in make.MNIST_FILES:
@@ -302,6 +303,7 @@ def test_a_second_make_at_once_is_refused_and_a_killed_makes_lock_is_not(standin
     stick.mkdir()
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(stick)], cwd=PROJECT_DIR, text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(IMPORT_PATH)),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -323,7 +325,48 @@ def test_a_second_make_at_once_is_refused_and_a_killed_makes_lock_is_not(standin
     assert not (stick / LOCK_FILE).exists()
 
 
+def test_an_index_that_gives_a_size_no_file_has_counts_as_unknown(monkeypatch):
+    """G13's other way in: an index (or a mirror) answering Content-Length: 10**400."""
+
+    class Answer:
+        headers = {"Content-Length": str(10**400)}
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(fetch.urllib.request, "urlopen", lambda *args, **kwargs: Answer())
+
+    assert fetch.size_of("https://mirror.example/simple/alpha-1.0-py3-none-any.whl") == 0
+
+
 # ------------------------------------------------------------------ 5. a manifest of another shape
+
+
+@pytest.mark.slow
+@needs_pip
+@pytest.mark.parametrize("field", ["bytes", "size"])
+def test_a_manifests_size_no_stick_holds_counts_as_no_manifest(standin, tmp_path, capsys, field):
+    """G13: a part of 10**400 bytes (another make's, or a damaged manifest) was an OverflowError
+    when make wrote the README: such a manifest is damaged, and make writes a new one."""
+    stick = tmp_path / "stick"
+    assert make_cpu(stick) == 0
+    manifest = json.loads((stick / "manifest.json").read_text(encoding="utf-8"))
+    other = dict(next(iter(manifest["parts"].values())), platform="win_amd64", bytes=10**400)
+    manifest["parts"]["cpu-win_amd64-py" + PYTHON] = other
+    if field == "size":
+        other["bytes"] = 1
+        next(iter(manifest["files"].values()))["size"] = 10**400
+    (stick / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    capsys.readouterr()
+
+    assert make_cpu(stick) == 0
+
+    assert "The stick is ready" in capsys.readouterr().out
+    assert "cpu-win_amd64" not in (stick / "README.txt").read_text(encoding="utf-8")
+    assert install.check_part(stick, "cpu", "manylinux_x86_64", PYTHON)
 
 
 @pytest.mark.slow
