@@ -26,7 +26,7 @@ OLDEST_PYTHON = (3, 8)
 
 # The file's own __main__.py: it must parse and run on any Python 3 (3.6's and 3.7's users
 # get one sentence, not a traceback from the package's newer syntax), so nothing newer here.
-MAIN = '''\
+MAIN = """\
 import sys
 
 if sys.version_info < {oldest}:
@@ -40,7 +40,7 @@ if sys.version_info < {oldest}:
 from {module} import {function}  # noqa: E402 (after the version check)
 
 sys.exit({function}())
-'''
+"""
 
 
 @dataclass(frozen=True)

@@ -403,10 +403,10 @@ def check_part(stick: Path, stack: str, target: str, python: str, full: bool = T
 
 def laptop_gpu_targets(project: Path) -> list[str]:
     """The gfx targets of this laptop's AMD GPUs as the project's own doctor reads them
-    (src/gpu_doctor, standard library only: DXGI and AMD's HIP runtime on Windows, the kernel's
+    (doctor.pyz, standard library only: DXGI and AMD's HIP runtime on Windows, the kernel's
     KFD on Linux); [] when it cannot tell. Read only for a part that carries GPU kernels."""
-    source = str(project / "src")
-    if not (project / "src" / "gpu_doctor" / "facts.py").is_file():
+    source = str(project / "doctor.pyz")  # a zip file on the path is importable
+    if not (project / "doctor.pyz").is_file():
         return []
     sys.path.insert(0, source)
     try:

@@ -86,6 +86,11 @@ LIBD3D12 = (
     "torch_directml failed to load: OSError: libd3d12.so: cannot open shared object file: "
     "No such file or directory"
 )
+# What a child Python needs on its path for the checks: the doctor file and the package's src/.
+CHILD_PATH = [
+    str(Path(checkup.__file__).resolve().parents[1]),  # doctor.pyz
+    str(Path(devices.__file__).resolve().parents[2]),  # src/
+]
 CPU = devices.DeviceOption(
     "cpu", None, "CPU, x86_64, 8 threads", torch.device("cpu"), {"float64": True}
 )
@@ -330,8 +335,7 @@ def test_the_requirements_fix_names_the_environment_file_of_the_active_stack():
 @pytest.mark.slow
 def test_a_project_without_tqdm_says_so_without_a_traceback(child_limit):
     """The real module tree, in a Python where `import tqdm` fails."""
-    src = Path(checkup.__file__).resolve().parents[1]
-    paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = CHILD_PATH + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     code = (
         "import sys; sys.modules['tqdm'] = None\n"
         f"from {checkup.__name__} import main\n"
@@ -361,7 +365,7 @@ def test_a_torch_whose_dlls_do_not_load_gives_the_fix_and_no_traceback(tmp_path,
         '"C:\\env\\Lib\\site-packages\\torch\\lib\\c10.dll" or one of its dependencies.'
     )
     (shadow / "__init__.py").write_text(f"raise OSError({message!r})\n")
-    src = Path(checkup.__file__).resolve().parents[1]  # src/gpu_doctor/
+    src = Path(checkup.__file__).resolve().parents[1]  # doctor.pyz
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(src)]))
     done = subprocess.run(
         [sys.executable, "-m", checkup.__name__, "--json"],
@@ -413,8 +417,7 @@ def test_help_documents_the_exit_codes(capsys):
 @pytest.mark.slow
 def test_the_real_thing_on_this_machine(child_limit):
     """No fakes: whatever this machine has, a verdict consistent with the chosen device."""
-    src = Path(checkup.__file__).resolve().parents[1]  # src/gpu_doctor/
-    paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = CHILD_PATH + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     done = subprocess.run(
         [sys.executable, "-m", checkup.__name__, "--json"],
@@ -478,8 +481,7 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
 @pytest.mark.slow
 def test_a_reader_that_stops_early_ends_the_json_quietly(child_limit):
     """`verify_install --json | head -c 10`: no BrokenPipeError, the verdict's exit code."""
-    src = Path(checkup.__file__).resolve().parents[1]
-    env = dict(os.environ, PYTHONPATH=str(src))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(CHILD_PATH))
     child = subprocess.Popen(
         [sys.executable, "-m", checkup.__name__, "--json"],
         stdout=subprocess.PIPE,
