@@ -115,7 +115,6 @@ ALWAYS = {
     "tests/instructor/test_stick.py",
     "tests/instructor/test_stick_install.py",
     "tests/instructor/test_stick_make.py",
-    "tests/test_hidden_gpus.py",
     "tests/test_verify_install.py",
     "tests/test_checkpoints.py",
     "tests/test_cli.py",

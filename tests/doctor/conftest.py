@@ -33,8 +33,10 @@ PROJECT = _bake_default_project()
 # The bake's hook imported the project's doctor.pyz: from here on, the source is the doctor.
 for _name in [name for name in sys.modules if name.split(".")[0] == "gpu_doctor"]:
     del sys.modules[_name]
-# The project's own package too: the doctor runs its model and asks its predict module.
+# The project's own package too: the doctor runs its model and asks its predict module; and
+# the project folder last, for the instructor's tools that read the doctor's reports.
 sys.path[:0] = [str(REPOSITORY), str(PROJECT / "src")]
+sys.path.append(str(PROJECT))
 
 from gpu_doctor import project as _project  # noqa: E402 (the path above comes first)
 
