@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -66,6 +67,7 @@ from gpu_doctor.os_info import (
     OsInfo,
 )
 from gpu_doctor.project import (
+    PROJECT_ROOT,
     Project,
     load_project,
 )
@@ -384,6 +386,26 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
     console.flush()
     report = json.loads(raw.getvalue().decode(encoding))
     assert report["project"]["name"] == name
+
+
+@pytest.mark.slow
+def test_a_reader_that_stops_early_ends_the_json_quietly(child_limit):
+    """`verify_install --json | head -c 10`: no BrokenPipeError, the verdict's exit code (the
+    default project's doctor.pyz, in a child Python)."""
+    paths = [str(PROJECT_ROOT / "doctor.pyz"), str(PROJECT_ROOT / "src")]
+    child = subprocess.Popen(
+        [sys.executable, "-m", checkup.__name__, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(paths)),
+        cwd=PROJECT_ROOT,  # not this repository, whose gpu_doctor/ would come first
+    )
+    child.stdout.close()  # the reader is gone before the report is written
+    child.stdout = None  # so that communicate() reads stderr only (Windows reads both)
+    _out, err = child.communicate(timeout=child_limit)
+    text = err.decode("utf-8", "replace")
+    assert "BrokenPipeError" not in text and "Traceback" not in text
+    assert child.returncode in (checkup.EXIT_OK, checkup.EXIT_CPU_FALLBACK)
 
 
 # ------------------------------------------------------------------------------ the advice
