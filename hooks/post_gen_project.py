@@ -114,13 +114,14 @@ def write_answers(project_dir: Path, answers: dict) -> None:
         file.write(text)
 
 
-DOCTOR = "gpu_doctor"  # the generated project's doctor, a package beside the project's own
+DOCTOR = "gpu_doctor"  # the generated project's doctor: its package, inside DOCTOR_FILE
+DOCTOR_FILE = "doctor.pyz"  # one zip application in the project's root folder
 NO_CONDA_HERE = "ENV-ARM64-NO-CONDA"  # its finding: conda does not run on this machine
 
 
 def forget_doctor() -> None:
     """Drop the doctor's modules imported for an earlier project in this process (a test run
-    generates many): each project's doctor reads its own project.json."""
+    generates many): each project's doctor reads its own environments/project.json."""
     for name in [name for name in sys.modules if name.split(".")[0] == DOCTOR]:
         del sys.modules[name]
 
@@ -132,7 +133,8 @@ def environment_report(project_dir: Path) -> tuple:
     with its stack and commands), or None when they could not tell.
     """
     sys.dont_write_bytecode = True  # leave no __pycache__ behind in the new project
-    sys.path.insert(0, str(project_dir / "src"))
+    doctor_file = str(project_dir / DOCTOR_FILE)
+    sys.path.insert(0, doctor_file)  # a zip on the path is importable (zipimport)
     forget_doctor()
     try:
         envcheck = importlib.import_module(f"{DOCTOR}.envcheck")
@@ -148,7 +150,7 @@ def environment_report(project_dir: Path) -> tuple:
             "run verify_install once the environment exists."
         ), None
     finally:
-        sys.path.remove(str(project_dir / "src"))
+        sys.path.remove(doctor_file)
         forget_doctor()
 
 
@@ -339,7 +341,7 @@ def next_steps(answers: dict, project_dir: Path, best=None) -> str:
         "Next steps in a terminal:",
         # The check above, as every laptop in a room runs it first: nothing is installed yet.
         f"  cd {quoted(project_dir)}",
-        "  python src/gpu_doctor   (first, on any laptop: it names the environment that fits)",
+        "  python doctor.pyz   (first, on any laptop: it names the environment that fits)",
         *environment_choice(answers, best),
     ]
     steps += environment_steps(answers, project_dir, best)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 # Names the generated project or Python tooling imports beyond what the pinned stacks install
 # (those are in cookiecutter.json's _reserved_modules, written by tests/stack_modules.py);
-# gpu_doctor is the project's own second package, beside the one named here, and instructor the
-# package of the instructor's tools, run from the project folder (python instructor.pyz room).
+# gpu_doctor is the project's doctor (its package, in doctor.pyz), imported beside the one named
+# here, and instructor the package of the instructor's tools (python instructor.pyz).
 RESERVED_PACKAGE_NAMES = {
     "test", "tests", "src", "conftest", "site", "sitecustomize", "gpu_doctor", "instructor"
 }  # fmt: skip

@@ -89,7 +89,9 @@ def doctor(bake_once) -> Path:
 
 
 def read_targets(winpy, src: Path) -> dict:
-    env = {"PYTHONPATH": wine_python.winpath(src), "PYTHONDONTWRITEBYTECODE": "1"}
+    doctor = src.parent / "doctor.pyz"  # the project's doctor file: a zip on the path imports
+    path = ";".join(wine_python.winpath(folder) for folder in (src, doctor))
+    env = {"PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
     result = winpy.run(["-c", SCRIPT], env=env, timeout=RUN_TIMEOUT, display=False)
     assert result.returncode == 0, result.output[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])

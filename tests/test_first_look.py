@@ -1,4 +1,4 @@
-"""The README's first command, `python src/gpu_doctor`, run as a student runs it: in the project
+"""The README's first command, `python doctor.pyz`, run as a student runs it: in the project
 folder, in a bare Python with nothing installed (no PyTorch, no pip), before any environment
 exists. It must name the environment for this machine (no GPU here: cpu) with the commands of
 the project's environment manager that create it, and never end in a traceback.
@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import venv
-from pathlib import Path
 
 import pytest
 
@@ -33,7 +32,7 @@ def first_command(readme: str) -> str:
 
 @pytest.mark.parametrize("readme", ["README.md", "README.zh-CN.md"])
 def test_the_readmes_first_command_is_the_doctor(bake_once, readme):
-    assert first_command(bake_once().read(readme)) == "python src/gpu_doctor"
+    assert first_command(bake_once().read(readme)) == "python doctor.pyz"
 
 
 @pytest.mark.parametrize(
@@ -52,7 +51,7 @@ def test_in_a_bare_python_it_names_this_machines_environment_and_its_commands(
     assert no_torch.returncode != 0  # nothing installed, as before the first download
 
     result = subprocess.run(
-        [bare_python, str(Path("src") / "gpu_doctor")],
+        [bare_python, "doctor.pyz"],
         cwd=baked.path,
         capture_output=True,
         text=True,
@@ -68,7 +67,7 @@ def test_in_a_bare_python_it_names_this_machines_environment_and_its_commands(
 
 def test_its_help_says_what_it_does(bake_once, bare_python):
     result = subprocess.run(
-        [bare_python, "src/gpu_doctor", "--help"],
+        [bare_python, "doctor.pyz", "--help"],
         cwd=bake_once().path,
         capture_output=True,
         text=True,
@@ -76,7 +75,7 @@ def test_its_help_says_what_it_does(bake_once, bare_python):
     )
 
     assert result.returncode == 0
-    assert "usage: python src/gpu_doctor" in result.stdout
+    assert "usage: python doctor.pyz" in result.stdout
     assert "Before any environment exists" in result.stdout
 
 

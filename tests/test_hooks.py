@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import types
+import zipfile
 
 import pytest
 from conftest import TEMPLATE_DIR, default_answers
@@ -131,9 +132,8 @@ def test_answers_file_is_a_replay_file_without_private_keys(post_gen, tmp_path):
 
 
 def test_environment_report_never_raises_when_the_doctor_is_broken(post_gen, tmp_path):
-    package = tmp_path / "src" / "gpu_doctor"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("raise RuntimeError('boom')\n")
+    with zipfile.ZipFile(tmp_path / "doctor.pyz", "w") as doctor:
+        doctor.writestr("gpu_doctor/__init__.py", "raise RuntimeError('boom')\n")
 
     report, best = post_gen.environment_report(tmp_path)
 

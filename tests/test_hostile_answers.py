@@ -61,7 +61,7 @@ def test_hostile_project_name_round_trips_through_every_config_file(bake, name):
     project = baked.toml("pyproject.toml")["project"]
     assert project["description"] == expected
     assert project["authors"][0]["name"] == expected
-    settings = baked.json("src/gpu_doctor/project.json")
+    settings = baked.json("environments/project.json")
     assert settings["project_name"] == expected
     own_copy = baked.json(f"src/{baked.package}/machinery/this_project.json")  # the package's
     assert own_copy["project_name"] == expected

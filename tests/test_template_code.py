@@ -1,4 +1,5 @@
-"""The template's own code (hooks, tests, dev.py) is held to the same linters as its output."""
+"""The template's own code (the doctor, hooks, tests, tools, dev.py) is held to the same linters as
+its output."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import STACKS, TEMPLATE_DIR
 
-OWN_CODE = ["hooks", "tests", "tools", "dev.py"]
+OWN_CODE = ["gpu_doctor", "hooks", "tests", "tools", "dev.py"]
 
 
 def ruff(*args: str) -> subprocess.CompletedProcess:

@@ -503,11 +503,11 @@ def test_the_doctors_command_switches_the_venv_to_a_stack_from_its_own_index(ser
     """The command verify_install prints (Recommendation.uv_sync) run as it is, into an
     environment of its own (UV_PROJECT_ENVIRONMENT) so the directml .venv stays."""
     project, _ = served
-    sys.path.insert(0, str(project / "src"))
+    sys.path.insert(0, str(project / "doctor.pyz"))  # a zip on the path is importable
     try:
         from gpu_doctor.recommend import Recommendation
     finally:
-        sys.path.remove(str(project / "src"))
+        sys.path.remove(str(project / "doctor.pyz"))
     command = Recommendation(stack, "").uv_sync("3.11").split()
     assert command[:2] == ["uv", "sync"]
     env = {"UV_PROJECT_ENVIRONMENT": str(project / f".venv-test-{stack}")}

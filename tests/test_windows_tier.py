@@ -103,8 +103,10 @@ def windows_bakes(winpy, tmp_path_factory) -> dict:
 
 def project_env(project: Path, **extra) -> dict:
     # No __pycache__ from the tier's own runs: the bakes are compared byte for byte with Linux.
-    src = wine_python.winpath(project / "src")
-    return {"PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": "1", **extra}
+    # The package's src/ and the doctor file (a zip on the path is importable), as Windows
+    # separates them.
+    path = ";".join(wine_python.winpath(project / name) for name in ("src", "doctor.pyz"))
+    return {"PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", **extra}
 
 
 def run_in(winpy, project: Path, *args, timeout=TORCH_TIMEOUT, **options):

@@ -24,7 +24,7 @@ MAX_REPORT_BYTES = 1_000_000  # a report is a few KB; the limit says so in the r
 MAX_DEPTH = 16  # folders below this level are not searched
 MAX_DIGITS = 30  # no number in a report has more digits (a timing, an exit code)
 MAX_ENTRIES = 500  # findings or operators: a report holds a few dozen
-# The file that marks the project's own sample reports (tests/instructor/reports): they are kept
+# The file that marks the sample reports (tests/instructor_tools/reports): they are kept
 # out of a summary of a folder above them, such as `reports .` in the project folder.
 SAMPLES_MARKER = "SAMPLES.md"
 # Notepad saves "report.json" as "report.json.txt" unless told otherwise.

@@ -18,18 +18,17 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import pytest
-
-import gpu_doctor
 
 import {{ cookiecutter.package_name }} as package
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = package.__name__
 SOURCES = Path(package.__file__).resolve().parent
-DOCTOR = Path(gpu_doctor.__file__).resolve().parent  # the doctor's package, beside the project's
+DOCTOR_FILE = ROOT / "doctor.pyz"  # the doctor: its package, gpu_doctor, in one zip file
 READMES = ["README.md", "README.zh-CN.md"]
 PAGES = [
     "docs/commands.md",
@@ -120,7 +119,7 @@ def test_every_python_m_command_names_a_module_of_this_project(document):
         if module in OTHER_MODULES:
             continue
         top, _, rest = module.partition(".")
-        folders = {PACKAGE: SOURCES, DOCTOR.name: DOCTOR}
+        folders = {PACKAGE: SOURCES}
         assert top in folders and rest, f"{document}: python -m {module}"
         path = folders[top] / (rest.replace(".", "/") + ".py")
         if not path.is_file():  # a package run with python -m: its __main__.py
@@ -324,8 +323,12 @@ def program_strings() -> list:
     """Every string the package can print, as literal pieces: the constant parts of f-strings
     (with a NUL where a value goes, so a quote cannot span one), and plain string constants."""
     pieces = []
-    for path in [*SOURCES.rglob("*.py"), *DOCTOR.rglob("*.py")]:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    sources = [path.read_text(encoding="utf-8") for path in SOURCES.rglob("*.py")]
+    with zipfile.ZipFile(DOCTOR_FILE) as doctor:
+        names = [name for name in doctor.namelist() if name.endswith(".py")]
+        sources += [doctor.read(name).decode("utf-8") for name in names]
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.JoinedStr):
                 parts = [v.value if isinstance(v, ast.Constant) else "\0" for v in node.values]
                 pieces.append("".join(str(p) for p in parts))

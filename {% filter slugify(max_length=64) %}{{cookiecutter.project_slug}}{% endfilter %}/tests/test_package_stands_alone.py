@@ -1,4 +1,4 @@
-"""The project's package stands without the doctor (``src/gpu_doctor``): every module imports,
+"""The project's package stands without the doctor (``doctor.pyz``): every module imports,
 and every command answers ``--help``, in a Python where the doctor cannot be imported at all.
 Only ``verify_install``, the doctor's command, imports it."""
 

@@ -1,7 +1,7 @@
 """LeNet-5 on MNIST with PyTorch on any device: DirectML, CUDA/ROCm, Intel XPU, Apple MPS or CPU.
 
 This package must import with the standard library alone: ``python -m <package>.verify_install``
-imports it before torch is known to work. It stands without the doctor (``src/gpu_doctor``):
+imports it before torch is known to work. It stands without the doctor (``doctor.pyz``):
 only ``verify_install`` imports it.
 """
 

@@ -2,7 +2,7 @@
 header of a run), its stack ("directml", "cuda", "cpu"...: whether installing torch-directml is
 advice or noise) and the gfx targets AMD's ROCm builds for Windows run (which GPU ``auto``
 picks). Written into ``this_project.json`` when the project was made, so that this package
-stands without the doctor, which keeps its own fuller copy (``gpu_doctor/project.json``).
+stands without the doctor, which keeps its own fuller copy (``environments/project.json``).
 """
 
 from __future__ import annotations

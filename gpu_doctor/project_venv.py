@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import project as where  # where.PROJECT_ROOT: read at each call (tests move it)
 from .findings import FAIL, WARN, Finding
 from .install_commands import install_file, pip, uv_sync
 from .project import Project
@@ -31,9 +32,9 @@ BRIEFS = {
 
 
 def project_folder() -> Path | None:
-    """The folder of the project this doctor belongs to (src/gpu_doctor's grandparent), or None
-    where the doctor runs from elsewhere (installed into site-packages)."""
-    folder = Path(__file__).resolve().parents[2]
+    """The folder of the project this doctor belongs to (the one holding doctor.pyz), or None
+    where the doctor runs from elsewhere (its source, outside a project)."""
+    folder = where.PROJECT_ROOT
     return folder if (folder / "pyproject.toml").is_file() else None
 
 

@@ -1,8 +1,10 @@
 """The doctor before anything is installed: which environment fits this machine.
 
-From the project folder, with any Python 3.8 or later and nothing installed:
+A project carries the doctor as one file, ``doctor.pyz`` in its root folder (built from this
+package by the template's tools/one_file.py). From the project folder, with any Python 3.8 or
+later and nothing installed:
 
-    python src/gpu_doctor
+    python doctor.pyz
 
 It checks this Python, the OS, the GPUs and their drivers with the standard library only,
 names the environment file that fits this machine, and prints the commands that create it, so
@@ -14,7 +16,7 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    # Run as a folder (python src/gpu_doctor): Python put this folder first on the path, where
+    # Run as a folder (python gpu_doctor): Python put this folder first on the path, where
     # its modules would shadow others; the folder above it makes `gpu_doctor` importable.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 

@@ -74,7 +74,7 @@ def check_python(
     """This interpreter against the accelerator's supported range, and 64-bit.
 
     ``context`` is "hook" while the project generator runs, "first" when a student runs the
-    doctor before any environment exists (``python src/gpu_doctor``): the environment created
+    doctor before any environment exists (``python doctor.pyz``): the environment created
     from the project's environment file may then use another Python than this one.
     """
     version = ".".join(str(part) for part in version_info[:3])

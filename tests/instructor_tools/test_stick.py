@@ -16,9 +16,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from gpu_doctor.stick_check import ask_stick
-from project_under_test import IMPORT_PATH, PROJECT_DIR
 
+from gpu_doctor.stick_check import ask_stick
 from instructor.stick import install, make
 from instructor.stick.platforms import DEFAULT_TARGETS, TARGETS
 from instructor.stick.resolve import (
@@ -30,6 +29,8 @@ from instructor.stick.resolve import (
     resolve,
     with_extras,
 )
+
+from .project_under_test import IMPORT_PATH, PROJECT_DIR
 
 PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 

@@ -11,10 +11,11 @@ import subprocess
 import sys
 
 import pytest
-from gpu_doctor import commands
-from project_under_test import IMPORT_PATH, SAMPLES
 
+from gpu_doctor import commands
 from instructor.room import summary
+
+from .project_under_test import IMPORT_PATH, SAMPLES
 
 HAS_DEV_FULL = os.path.exists("/dev/full")
 

@@ -16,6 +16,7 @@ import pytest
 from gpu_doctor import (
     checkup,
     codes,
+    project,
     render,
 )
 from gpu_doctor import (
@@ -29,7 +30,7 @@ from gpu_doctor.findings import (
 )
 
 DOCTOR = Path(checkup.__file__).resolve().parent
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "report.md"
+DOCS = project.PROJECT_ROOT / "docs" / "report.md"  # the default project (conftest.py)
 CODE = re.compile(r"^[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+$")  # GPU-NO-DRIVER: two words at least
 
 

@@ -1,4 +1,4 @@
-"""``python src/gpu_doctor``: the standard-library checks, then the one environment to create.
+"""``python doctor.pyz``: the standard-library checks, then the one environment to create.
 
 What a student runs first, before any environment exists (the README's first step): the
 checks of ``envcheck`` in the "first" context, then the commands for this project's
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print the findings and the environment to create; exit 0 (nothing here is fatal: the
     checks that need PyTorch come later, from verify_install)."""
     argparse.ArgumentParser(
-        prog="python src/gpu_doctor",
+        prog="python doctor.pyz",
         description="Before any environment exists: check this machine with the standard "
         "library only and name the environment that fits it, with the commands that create it.",
     ).parse_args(argv)

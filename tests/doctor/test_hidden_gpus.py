@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from lenet_on_directml.machinery import devices  # the default project's (conftest.py)
 
 from gpu_doctor.findings import WARN
 from gpu_doctor.project import Project, load_project
 from gpu_doctor.rules import device_checks as device_rules
-
-from {{ cookiecutter.package_name }}.machinery import devices
 
 CPU = devices.DeviceOption("cpu", None, "CPU, x86_64, 8 threads", torch.device("cpu"), {})
 CUDA_NONE = "torch has CUDA support but sees no GPU"

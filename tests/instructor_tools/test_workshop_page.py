@@ -7,10 +7,11 @@ import json
 import re
 
 import pytest
-from project_under_test import PROJECT_DIR
 
 from instructor.project import project_file
 from instructor.stick import __main__ as stick_command
+
+from .project_under_test import PROJECT_DIR
 
 STACKS = json.loads(project_file(PROJECT_DIR).read_text(encoding="utf-8"))["stacks"]
 REPEATED = re.compile(rf"\b({'|'.join(map(re.escape, STACKS))}) and \1\b")

@@ -35,6 +35,7 @@ from gpu_doctor.findings import (
     Finding,
 )
 from gpu_doctor.project import (
+    PROJECT_ROOT,
     load_project,
 )
 from gpu_doctor.rules import (
@@ -168,15 +169,19 @@ def test_an_nvidia_smi_that_hangs_shows_as_a_warning_in_the_summary(tmp_path, ch
     doctor gives up on it after its timeout, and the GPU area's mark says so, with a fix."""
     drm = fake_nvidia_machine(tmp_path)
     src = DOCTOR.parent
+    root = PROJECT_ROOT  # the project the doctor reads (conftest.py)
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from gpu_doctor import checkup, sysfs\n"
+        "from gpu_doctor import checkup, project, sysfs\n"
+        f"project.PROJECT_ROOT = Path({str(root)!r})\n"
+        "project.PROJECT_FILE = project.PROJECT_ROOT / 'environments' / 'project.json'\n"
         "scan = sysfs.scan\n"
         f"sysfs.scan = lambda **options: scan(Path({str(drm)!r}), **options)\n"
         "sys.exit(checkup.main([]))\n"
     )
-    paths = [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = [str(src), str(root / "src")]
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     path = os.pathsep.join([str(tmp_path / "bin"), os.environ.get("PATH", "")])
     done = subprocess.run(
         [sys.executable, "-c", code],

@@ -12,7 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from project_under_test import PROJECT_DIR, REPO, SAMPLES
+
+from .project_under_test import PROJECT_DIR, REPO, SAMPLES
 
 sys.path.insert(0, str(REPO / "tools"))
 import one_file  # noqa: E402  (tools/ is not a package)

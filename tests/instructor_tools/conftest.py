@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 
-import project_under_test  # noqa: F401  (sys.path, before the test modules import instructor)
 import pytest
+
+from . import project_under_test  # noqa: F401  (sys.path, before the test modules import instructor)
 
 # A guard against a child Python that hangs, never a speed goal (as in the project's tests).
 CHILD_LIMIT_S = 300 * float(os.environ.get("TEST_TIMEOUT_SCALE", "1"))

@@ -20,9 +20,8 @@ import sys
 import unicodedata
 
 import pytest
-from gpu_doctor.safe_text import printable
-from project_under_test import IMPORT_PATH, PROJECT_DIR, SAMPLES
 
+from gpu_doctor.safe_text import printable
 from instructor.room.machines import (
     common_problems,
     device_summary,
@@ -36,6 +35,8 @@ from instructor.room.summary import (
     parse,
     summarise,
 )
+
+from .project_under_test import IMPORT_PATH, PROJECT_DIR, SAMPLES
 
 EXPECTED_STATUS = {
     "ana-linux-laptop.json": "cpu-fallback",

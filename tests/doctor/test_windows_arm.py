@@ -208,7 +208,7 @@ def test_a_mac_on_macos_13_is_fine_for_torch_2_4_and_names_macos_14_for_current_
 
 # ------------------------------------------- what the doctor recommends, laptop by laptop
 #
-# The doctor's first look (`python src/gpu_doctor`, the README's first step) on each kind of
+# The doctor's first look (`python doctor.pyz`, the README's first step) on each kind of
 # laptop: envcheck.run_checks with this project, and a machine described by its readings.
 
 GB = 2**30

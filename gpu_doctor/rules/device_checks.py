@@ -5,7 +5,7 @@ Driver's, the Environment's) only when those are printed.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, Tuple
 
 from ..bounded import describe_error
 from ..findings import (
@@ -162,7 +162,7 @@ def device_count(line: str) -> Finding:
 
 # (fix, role, follows): the fix's words, what it is (findings' roles), and the code of the
 # printed fix it follows ("" for none).
-Advice = tuple[str, str, str]
+Advice = Tuple[str, str, str]  # typing.Tuple: tuple[...] fails at run time before 3.9
 
 
 def _directml_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> Advice:

@@ -1,18 +1,30 @@
 """The choices this project was generated with: accelerator, supported Pythons, exact pins.
 
-They live in ``project.json`` beside this file so that the generator's hook, verify_install
-and the tests read one source of truth. Standard library only.
+They live in the project's ``environments/project.json``, written when the project was
+generated, so that the generator's hook, verify_install and the tests read one source of truth,
+and one doctor file serves every project: ``doctor.pyz`` in the project's root folder reads the
+file of the project it sits in. Standard library only.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-PROJECT_FILE = Path(__file__).with_name("project.json")
+
+def _project_root() -> Path:
+    """The folder holding the doctor: the project's root, where doctor.pyz sits (this package is
+    inside that zip file), or the folder above this package where it runs from its source."""
+    home = Path(os.path.abspath(__file__)).parent.parent  # doctor.pyz, or the source's folder
+    return home.parent if home.is_file() else home
+
+
+PROJECT_ROOT = _project_root()
+PROJECT_FILE = PROJECT_ROOT / "environments" / "project.json"
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -77,8 +89,9 @@ class Project:
         return parse_version(self.python_min) <= minor <= parse_version(self.python_max)
 
 
-def load_project(path: Path = PROJECT_FILE) -> Project:
-    data = json.loads(path.read_text(encoding="utf-8"))
+def load_project(path: Path | None = None) -> Project:
+    """The project in ``path``, by default the project.json of the project holding the doctor."""
+    data = json.loads((path or PROJECT_FILE).read_text(encoding="utf-8"))
     stack = data["stack"]
     return Project(
         project_name=data["project_name"],

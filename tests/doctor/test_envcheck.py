@@ -33,6 +33,7 @@ from gpu_doctor.os_info import (
     OsInfo,
 )
 from gpu_doctor.project import (
+    PROJECT_ROOT,
     Project,
     load_project,
 )
@@ -467,7 +468,7 @@ def test_every_module_of_the_doctor_imports_first_without_torch_or_the_project(c
         if path.name != "__init__.py"
     )
     source = str(doctor.parent)
-    paths = [source, os.environ.get("PYTHONPATH", "")]
+    paths = [source, str(PROJECT_ROOT / "src"), os.environ.get("PYTHONPATH", "")]
     project = load_project().package_name
     done = subprocess.run(
         [sys.executable, "-c", FIRST_IMPORTS, package, project, *names],

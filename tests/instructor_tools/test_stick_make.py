@@ -19,10 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpu_doctor.project import load_project
-from project_under_test import IMPORT_PATH, PROJECT_DIR
-from test_stick import PYTHON, fake_wheel, needs_pip, small_stick
 
+from gpu_doctor.project import load_project
 from instructor.project import project_file
 from instructor.stick import __main__ as cli
 from instructor.stick import fetch, install, make
@@ -30,6 +28,9 @@ from instructor.stick.lock import LOCK_FILE
 from instructor.stick.platforms import DEFAULT_TARGETS, TARGETS
 from instructor.stick.readme import room_readme
 from instructor.stick.resolve import ResolveError, mirror_options, resolve, unreachable_indexes
+
+from .project_under_test import IMPORT_PATH, PROJECT_DIR
+from .test_stick import PYTHON, fake_wheel, needs_pip, small_stick
 
 ABI = "cp" + PYTHON.replace(".", "")
 

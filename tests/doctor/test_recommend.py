@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +15,9 @@ from gpu_doctor import active_environment, envcheck, recommend
 from gpu_doctor.findings import FAIL, OK, WARN
 from gpu_doctor.gpus import Gpu, GpuScan
 from gpu_doctor.os_info import OsInfo
-from gpu_doctor.project import load_project
+from gpu_doctor.project import PROJECT_ROOT, load_project
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
+PROJECT_DIR = PROJECT_ROOT  # the default project the doctor reads (conftest.py)
 GB = 2**30
 
 WINDOWS = OsInfo("Windows", "10", "10.0.26100", "AMD64", windows_build=26100)

@@ -40,7 +40,7 @@ def project_unreadable(error: BaseException) -> Finding:
         "Project",
         FAIL,
         f"project.json could not be read: {describe_error(error)}.",
-        "Restore src/gpu_doctor/project.json from version control, or generate the project again.",
+        "Restore environments/project.json from version control, or generate the project again.",
         code="PROJECT-UNREADABLE",
     )
 

@@ -14,15 +14,16 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from gpu_doctor import checkup, stick_check
 from gpu_doctor.gpus import AMD, Gpu
 from gpu_doctor.recommend import Recommendation
 from gpu_doctor.stick_check import ask_stick
 from gpu_doctor.verdict import Report
-from project_under_test import PROJECT_DIR
-
 from instructor.stick import __main__ as stick_command
 from instructor.stick import install
+
+from .project_under_test import PROJECT_DIR
 
 PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 OTHER_PYTHON = "3.12" if PYTHON != "3.12" else "3.13"
