@@ -80,11 +80,12 @@ from {{ cookiecutter.package_name }} import (
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
     directml_probe,
+    discovery,
 )
 
-LIBD3D12 = (
-    "torch_directml failed to load: OSError: libd3d12.so: cannot open shared object file: "
-    "No such file or directory"
+# DirectML on Linux outside WSL2, as the project's probe reports it
+LIBD3D12 = directml_probe.load_failure(
+    "OSError: libd3d12.so: cannot open shared object file: No such file or directory"
 )
 CPU = devices.DeviceOption(
     "cpu", None, "CPU, x86_64, 8 threads", torch.device("cpu"), {"float64": True}
@@ -137,7 +138,7 @@ def findings(report, check, status=None):
 
 
 def test_directml_that_cannot_load_falls_back_to_the_cpu_with_exit_3(machine, capsys):
-    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    machine(unavailable=[LIBD3D12])
     code, report = run_json(capsys)
     assert code == checkup.EXIT_CPU_FALLBACK == 3
     assert report["verdict"]["status"] == "cpu-fallback"
@@ -182,7 +183,7 @@ def test_several_gpus_of_the_chosen_kind_name_the_torchrun_command(machine, caps
 
 
 def test_the_table_comes_first_then_the_verdict_then_the_fixes(machine, capsys):
-    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    machine(unavailable=[LIBD3D12])
     checkup.main(["-v"])
     out = capsys.readouterr().out
     assert out.index("Smoke test") < out.index("Verdict (exit 3)") < out.index("Fixes:")
@@ -235,7 +236,7 @@ def test_the_cpu_is_a_success_only_when_it_was_the_choice(machine, capsys, accel
 
 
 def test_asking_for_a_device_that_is_not_there_names_the_available_ones(machine, capsys):
-    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    machine(unavailable=[LIBD3D12])
     code, report = run_json(capsys, "--device", "directml:0")
     assert code == 3
     (chosen,) = findings(report, "Chosen", WARN)
@@ -463,7 +464,7 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
     import io
 
     name = "手写数字识别 – Ünïcode 😀"
-    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    machine(unavailable=[LIBD3D12])
     named = Project(name, "lenet_test", "directml", "3.11", "3.8", "3.12", "", PINS["directml"], "")
     monkeypatch.setattr(checkup, "load_project", lambda: named)
     raw = io.BytesIO()
@@ -610,7 +611,7 @@ NOT_INSTALLED = {
     "cpu": devices.directml_missing_reason("cpu"),
     "cuda": devices.directml_missing_reason("cuda"),
 }
-DML_FAILED = "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
+DML_FAILED = directml_probe.init_failure("RuntimeError: Unknown error -2107306512")
 NO_CUDA_BUILD = "this torch build has no CUDA or ROCm support"
 # AMD on Linux, as the kernel's KFD topology names them (no ROCm installed to name them better).
 LINUX_RX_6700_XT = Gpu("AMD GPU 0x73df", 0x1002, 0x73DF, 12 * 2**30, driver="amdgpu",
@@ -686,53 +687,53 @@ CUDA_PINS = {"torch": "2.14.1", "torchvision": "0.29.1"}
 #  a LeNet class or None, the installed packages: "pins" or a dict)
 SITUATIONS = [
     ("linux-no-gpu-no-d3d12", "directml", LINUX_X86, [ASPEED], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("linux-amd-no-d3d12", "directml", LINUX_X86, [LINUX_AMD], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("linux-intel-no-d3d12", "directml", LINUX_X86, [LINUX_INTEL], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("linux-nouveau-dml-missing", "directml", LINUX_X86, [NOUVEAU], [],
-     [("directml", NOT_INSTALLED["directml"], False)], "auto", None,
+     [("directml", NOT_INSTALLED["directml"], False, discovery.NOT_INSTALLED)], "auto", None,
      {"torch": "2.4.1", "torchvision": "0.19.1"}),
     ("wsl2-without-dxg", "directml", WSL2_NO_DXG, [], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("windows-old-driver-dml-fails", "directml", WINDOWS, [OLD_RADEON], [],
-     [("directml", DML_FAILED, True)], "auto", None, "pins"),
+     [DML_FAILED], "auto", None, "pins"),
     ("windows-dml-fails", "directml", WINDOWS, [NEW_RADEON], [],
-     [("directml", DML_FAILED, True)], "auto", None, "pins"),
+     [DML_FAILED], "auto", None, "pins"),
     ("windows-software-adapter", "directml", WINDOWS, [BASIC], [],
-     [("directml", "torch_directml sees no DirectX 12 adapter", True)], "auto", None, "pins"),
+     [("directml", "torch_directml sees no DirectX 12 adapter", True, discovery.NO_DEVICE)], "auto", None, "pins"),
     ("windows-dml-works", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "auto", None, "pins"),
     ("windows-dml-computes-wrong", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "auto",
      "drifting", "pins"),
     ("windows-cpu-chosen", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "cpu", None, "pins"),
     ("windows-asks-for-a-missing-device", "directml", WINDOWS, [NEW_RADEON], [],
-     [("directml", DML_FAILED, True)], "directml:1", None, "pins"),
+     [DML_FAILED], "directml:1", None, "pins"),
     ("cpu-project-on-windows", "cpu", WINDOWS, [NEW_RADEON], [],
-     [("directml", NOT_INSTALLED["cpu"], False)], "auto", None, "pins"),
+     [("directml", NOT_INSTALLED["cpu"], False, discovery.NOT_INSTALLED)], "auto", None, "pins"),
     ("cpu-project-newer-torch", "cpu", LINUX_X86, [LINUX_INTEL], [],
-     [("directml", NOT_INSTALLED["cpu"], False)], "auto", None,
+     [("directml", NOT_INSTALLED["cpu"], False, discovery.NOT_INSTALLED)], "auto", None,
      {"torch": "2.15.0", "torchvision": "0.29.1"}),
     ("cuda-project-cpu-torch", "cuda", WINDOWS, [OLD_GEFORCE], [],
-     [("cuda", NO_CUDA_BUILD, False), ("directml", NOT_INSTALLED["cuda"], False)], "auto",
+     [("cuda", NO_CUDA_BUILD, False, discovery.NOT_BUILT), ("directml", NOT_INSTALLED["cuda"], False, discovery.NOT_INSTALLED)], "auto",
      None, "pins"),
     ("cuda-project-old-driver", "cuda", WINDOWS, [OLD_GEFORCE], [],
-     [("cuda", CUDA_INIT, True)], "auto", None, "pins"),
+     [("cuda", CUDA_INIT, True, discovery.INIT_FAILED, CUDA_INIT.split(": ", 1)[1])], "auto", None, "pins"),
     ("cuda-project-linux-amd", "cuda", LINUX_X86, [LINUX_AMD], [],
-     [("cuda", "torch has CUDA support but sees no GPU", False)], "auto", None, "pins"),
+     [("cuda", "torch has CUDA support but sees no GPU", False, discovery.NO_DEVICE)], "auto", None, "pins"),
     ("torch-missing", "directml", WINDOWS, [NEW_RADEON], [], [], "auto", None,
      {"torchvision": "0.19.1"}),
     ("linux-no-gpu-directml-missing", "directml", LINUX_X86, [ASPEED], [],
-     [("directml", NOT_INSTALLED["directml"], False)], "auto", None,
+     [("directml", NOT_INSTALLED["directml"], False, discovery.NOT_INSTALLED)], "auto", None,
      {"torch": "2.4.1", "torchvision": "0.19.1"}),
     ("linux-rx-6700-xt-rocm-smoke-fails", "rocm", LINUX_X86, [LINUX_RX_6700_XT], [ROCM_RX_6700],
      [], "auto", HipLeNet, "pins"),
     ("linux-rx-6700-xt-directml-project", "directml", LINUX_X86, [LINUX_RX_6700_XT], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("linux-780m-rocm-kernels-fail", "rocm", LINUX_X86, [LINUX_780M], [],
-     [("cuda", HIP_SMOKE, True)], "auto", None, "pins"),
+     [("cuda", HIP_SMOKE, True, discovery.SMOKE_FAILED, HIP_SMOKE.split(": ", 1)[1])], "auto", None, "pins"),
     ("linux-780m-directml-project", "directml", LINUX_X86, [LINUX_780M], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("windows-rx-7800-dml-works", "directml", WINDOWS, [RX_7800], [DML_RX_7800], [], "auto",
      None, "pins"),
     ("windows-rocm-windows-works", "rocm-windows", WINDOWS, [RX_7800], [ROCM_RX_7800], [],
@@ -742,22 +743,23 @@ SITUATIONS = [
     ("windows-rocm-windows-wrong-kernels", "rocm-windows", WINDOWS, [RX_7800], [ROCM_RX_7800],
      [], "auto", InvalidImageLeNet, {**AMD_WINDOWS_PINS, "amd-torch-device-gfx1100": "2.14.0"}),
     ("windows-rocm-windows-no-gpu-visible", "rocm-windows", WINDOWS, [RX_7800], [],
-     [("cuda", "torch has CUDA support but sees no GPU", True)], "auto", None,
+     [("cuda", "torch has CUDA support but sees no GPU", True, discovery.NO_DEVICE)], "auto", None,
      {**AMD_WINDOWS_PINS, "amd-torch-device-gfx1101": "2.14.0"}),
     ("cuda-project-gtx-1060-no-kernel-image", "cuda", LINUX_X86, [GTX_1060_SMI], [],
-     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+     [("cuda", NO_KERNEL_IMAGE, True, discovery.SMOKE_FAILED, NO_KERNEL_IMAGE.split(": ", 1)[1])], "auto", None, "pins"),
     ("cuda-project-v100-old-driver-no-kernel-image", "cuda", LINUX_X86, [V100_OLD_SMI], [],
-     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+     [("cuda", NO_KERNEL_IMAGE, True, discovery.SMOKE_FAILED, NO_KERNEL_IMAGE.split(": ", 1)[1])], "auto", None, "pins"),
     ("cuda-project-windows-gtx-470", "cuda", WINDOWS, [GTX_470_DXGI], [],
-     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+     [("cuda", NO_KERNEL_IMAGE, True, discovery.SMOKE_FAILED, NO_KERNEL_IMAGE.split(": ", 1)[1])], "auto", None, "pins"),
     ("cuda-legacy-project-rtx-5090-no-kernel-image", "cuda-legacy", LINUX_X86, [RTX_5090_SMI],
-     [], [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+     [], [("cuda", NO_KERNEL_IMAGE, True, discovery.SMOKE_FAILED, NO_KERNEL_IMAGE.split(": ", 1)[1])], "auto", None, "pins"),
     ("cuda-legacy-project-gtx-1060-cpu-torch", "cuda-legacy", WINDOWS, [OLD_GEFORCE], [],
-     [("cuda", NO_CUDA_BUILD, False), ("directml", NOT_INSTALLED["cuda"], False)], "auto",
+     [("cuda", NO_CUDA_BUILD, False, discovery.NOT_BUILT), ("directml", NOT_INSTALLED["cuda"], False, discovery.NOT_INSTALLED)], "auto",
      None, {"torch": "2.14.1", "torchvision": "0.29.1"}),
     ("xpu-project-with-a-cuda-build", "xpu", LINUX_X86, [LINUX_B580], [],
-     [("xpu", "no Intel XPU (needs Intel's torch build, 2.5 or later)", False),
-      ("cuda", "torch has CUDA support but sees no GPU", False)], "auto", None,
+     [("xpu", "no Intel XPU (needs Intel's torch build, 2.5 or later)", False,
+       discovery.NO_DEVICE),
+      ("cuda", "torch has CUDA support but sees no GPU", False, discovery.NO_DEVICE)], "auto", None,
      {"torch": "2.14.1+cu130", "torchvision": "0.29.1+cu130"}),
 ]  # fmt: skip
 
@@ -807,7 +809,7 @@ def situation(monkeypatch):
         faked_stack = active_environment.stack_of_torch(packages.get("torch"), directml)
         monkeypatch.setattr(active_environment, "installed_stack", lambda *args: faked_stack)
         found = devices.Discovery(
-            list(options) + [CPU], [devices.Unavailable(*u) for u in unavailable]
+            list(options) + [CPU], [u if isinstance(u, devices.Unavailable) else devices.Unavailable(*u) for u in unavailable]
         )
         scan = GpuScan(list(gpus), "DXGI" if os_facts.is_windows else "/sys/class/drm")
         monkeypatch.setattr(checkup, "load_project", lambda: chosen)
@@ -890,7 +892,7 @@ def test_a_mac_or_arm_student_with_the_default_file_is_sent_to_the_cpu_file(
     monkeypatch.setattr(directml_probe, "directml_has_wheels", lambda: False)
     missing = devices.directml_missing_reason("directml")
     code, _ = situation("arm-default-file", "directml", os_facts, [], [],
-                        [("directml", missing, False)], "auto", None,
+                        [("directml", missing, False, discovery.NOT_INSTALLED)], "auto", None,
                         {"torch": "2.4.1", "torchvision": "0.19.1"}, env_manager)  # fmt: skip
     out = read_output(capsys.readouterr().out)
 
