@@ -81,7 +81,8 @@ def test_the_variable_is_read_from_the_environment_verify_install_runs_in(monkey
     for variable in ALL_VARIABLES:
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    found = devices.Discovery([CPU], [devices.Unavailable("cuda", CUDA_NONE[0], False, CUDA_NONE[1])])
+    found = devices.Discovery([CPU], [devices.Unavailable("cuda", CUDA_NONE[0], False,
+                                                          CUDA_NONE[1])])  # fmt: skip
 
     findings = device_rules.device_findings(found, stack_project("cuda"))
 
@@ -115,7 +116,8 @@ def test_a_cuda_failure_with_the_variable_set_keeps_its_own_reason():
 
 def test_a_cpu_project_that_hides_the_gpus_on_purpose_is_not_told_to_show_them():
     # CUDA_VISIBLE_DEVICES="" is the usual way to keep a CUDA torch on the CPU.
-    found = devices.Discovery([CPU], [devices.Unavailable("cuda", CUDA_NONE[0], False, CUDA_NONE[1])])
+    found = devices.Discovery([CPU], [devices.Unavailable("cuda", CUDA_NONE[0], False,
+                                                          CUDA_NONE[1])])  # fmt: skip
 
     findings = device_rules.device_findings(found, stack_project("cpu"),
                                             environ={"CUDA_VISIBLE_DEVICES": ""})  # fmt: skip

@@ -82,11 +82,8 @@ def _each_gpu(
             smoke_test(device)
         except Exception as error:
             detail = one_line(error)
-            unavailable.append(
-                Unavailable(
-                    kind, f"{kind}:{index} failed a smoke test: {detail}", True, SMOKE_FAILED, detail
-                )
-            )
+            reason = f"{kind}:{index} failed a smoke test: {detail}"
+            unavailable.append(Unavailable(kind, reason, True, SMOKE_FAILED, detail))
             continue
         options.append(
             DeviceOption(kind, index, name, device, {**(details or {}), "float64": True})

@@ -177,7 +177,8 @@ def _probe_directml_in_child(timeout: float = DIRECTML_PROBE_TIMEOUT_S) -> Unava
             return init_failure(detail) if stage == "init" else not_available()
     tail = " ".join(err.decode("utf-8", errors="replace").split())[-300:]
     reason = f"the DirectML check crashed (exit code {child.returncode})"
-    return Unavailable("directml", f"{reason}{': ' + tail if tail else ''}", True, CHECK_FAILED, tail)
+    reason += f": {tail}" if tail else ""
+    return Unavailable("directml", reason, True, CHECK_FAILED, tail)
 
 
 def directml_has_wheels(system: str | None = None, machine: str | None = None) -> bool:
