@@ -1,8 +1,8 @@
 """The report as people read it: by default one line per area, the fixes that ask for an
 action and one verdict line (``render_summary``); with -v a table of every finding, the verdict
 and the same fixes with their details (``render_text``); Markdown to paste into an issue. The
-project generator's hook and the first look (``python src/gpu_doctor``) print the areas and
-fixes as the summary does (``format_findings``). Only reads findings and reports. Standard
+project generator's hook and the first look (``python src/gpu_doctor``) print what -v prints
+of the checks that need no torch (``format_findings``). Only reads findings and reports. Standard
 library only.
 
 One vocabulary in all of them: the marks [\u2713] [!] [\u2717] (ASCII where the console cannot
@@ -117,13 +117,11 @@ def format_fixes(
 def format_findings(
     findings: Iterable[Finding], width: int | None = None, marks: dict[str, str] | None = None
 ) -> str:
-    """The areas and the numbered fixes, as verify_install's summary shows them: what the
-    project generator's hook and the first look print, before torch exists."""
+    """Every finding and the numbered fixes with their details, as -v shows them: what the
+    project generator's hook and the first look print, before torch exists (each GPU named)."""
     findings = list(findings)
-    width, marks = line_width(width), marks or _stdout_marks()
-    lines = [area_line(area, None, marks) for area in by_area(findings)]
-    fixes = format_fixes(findings, width)
-    return "\n".join(lines) + ("\n\n" + fixes if fixes else "")
+    fixes = format_fixes(findings, width, verbose=True)
+    return format_table(findings, width, marks) + ("\n\n" + fixes if fixes else "")
 
 
 def display_width(text: str) -> int:

