@@ -80,6 +80,8 @@ class Fix:
     text: str
     status: str
     areas: list[str] = field(default_factory=list)
+    # The findings it answers: its own, then those whose fixes follow it (-v shows their words).
+    findings: list[Finding] = field(default_factory=list)
 
 
 def _followed(finding: Finding, by_code: dict[str, Finding]) -> Finding:
@@ -111,6 +113,18 @@ def actions(findings: Sequence[Finding]) -> list[Fix]:
     # the areas of the fix's own findings first, then of those that follow it
     for finding, leader in sorted(leaders, key=lambda pair: pair[0] is not pair[1]):
         fix = fixes[leader.fix]
+        fix.findings.append(finding)
         if area_of(finding) not in fix.areas:
             fix.areas.append(area_of(finding))
     return list(fixes.values())
+
+
+def notes(findings: Sequence[Finding]) -> list[Finding]:
+    """The findings whose fix is no action (it explains, or its area shows no issue), each
+    fix once, and none that a numbered fix already says: what -v adds after the fixes."""
+    numbered = {fix.text for fix in actions(findings)}
+    seen: dict[str, Finding] = {}
+    for finding in findings:
+        if finding.fix and finding.fix not in numbered:
+            seen.setdefault(finding.fix, finding)
+    return [f for f in seen.values() if not (f.asks_action and shown_status(f) != OK)]

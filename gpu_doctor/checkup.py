@@ -261,6 +261,7 @@ def _record_devices(report: Report, discovery: Any) -> None:
             {
                 "kind": missing.kind,
                 "reason": missing.reason,
+                "code": getattr(missing, "code", "check-failed"),
                 "installed": getattr(missing, "installed", True),
             }
         )

@@ -72,8 +72,11 @@ def printed_fix(findings: Sequence[Finding], role: str) -> Finding | None:
 
 
 def fix_name(finding: Finding) -> str:
-    """How advice names another finding's fix: "the Driver fix"."""
-    return f"the {finding.check} fix"
+    """How advice names another finding's fix: by its area, as the fixes are labelled ("the
+    GPU fix" for a Driver finding's)."""
+    from .areas import area_of  # areas reads findings: imported here, not at the top
+
+    return f"the {area_of(finding)} fix"
 
 
 def internal_error(what: str) -> Finding:

@@ -15,7 +15,7 @@ from typing import Sequence
 from .commands import command, write_out
 from .envcheck import run_checks
 from .project import load_project
-from .render import format_findings
+from .render import format_findings, line_width
 
 MANAGERS = ("conda", "venv", "uv")
 
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"The environment for this machine: {recommendation['stack']} "
         f"({recommendation.get('why', '')}). Create it, in this folder:"
     )
-    write_out("\n" + textwrap.fill(chosen, width=100))
+    write_out("\n" + textwrap.fill(chosen, width=line_width(None)))
     for line in create_commands(recommendation, env_manager):
         write_out(f"  {line}")
     write_out(f"Then check it, PyTorch included: python -m {package}.verify_install")

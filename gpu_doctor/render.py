@@ -1,11 +1,15 @@
 """The report as people read it: by default one line per area, the fixes that ask for an
 action and one verdict line (``render_summary``); with -v a table of every finding, the verdict
-and every fix (``render_text``); Markdown to paste into an issue. Only reads findings and
-reports. Standard library only.
+and the same fixes with their details (``render_text``); Markdown to paste into an issue. The
+project generator's hook and the first look (``python src/gpu_doctor``) print what -v prints
+of the checks that need no torch (``format_findings``). Only reads findings and reports. Standard
+library only.
 
 One vocabulary in all of them: the marks [\u2713] [!] [\u2717] (ASCII where the console cannot
-show them), the checks' own names (OS, not System), and the verdict's words ("Ready to train
-on ...", "Ready to train on the CPU only (slower)", "Not ready to train").
+show them), the areas' names (OS, PyTorch: ``areas.AREAS``), the fixes numbered once
+(``areas.actions``: fix 1 is fix 1 everywhere), and the verdict's words ("Ready to train
+on ...", "Ready to train on the CPU only (slower)", "Not ready to train"). Lines fit the
+terminal, and 80 columns where the output goes to a pipe or a file.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import textwrap
 import unicodedata
 from typing import Iterable, Sequence
 
-from .areas import Area, actions, by_area
+from .areas import Area, actions, area_of, by_area, notes
 from .codes import SCHEMA_VERSION
 from .findings import FAIL, OK, WARN, Finding
 from .verdict import (
@@ -33,6 +37,8 @@ AREA_MARKS = {OK: "[\u2713]", WARN: "[!]", FAIL: "[\u2717]"}
 ASCII_MARKS = {OK: "[v]", WARN: "[!]", FAIL: "[x]"}
 # The widest line of an area in the summary; a headline's ``brief`` is written to fit it.
 AREA_LINE_WIDTH = 72
+# The width when stdout is no terminal (a pipe, a file, an IDE's run window).
+PIPED_WIDTH = 80
 
 
 def marks_for(encoding: str | None) -> dict[str, str]:
@@ -48,9 +54,10 @@ def _stdout_marks() -> dict[str, str]:
     return marks_for(getattr(sys.stdout, "encoding", None))
 
 
-def _width(width: int | None) -> int:
+def line_width(width: int | None) -> int:
+    """The columns to wrap to: the terminal's (one spare, or it wraps early), else 80."""
     if width is None:
-        width = shutil.get_terminal_size((100, 24)).columns - 1
+        width = shutil.get_terminal_size((PIPED_WIDTH + 1, 24)).columns - 1
     return max(60, min(width, 110))
 
 
@@ -58,7 +65,7 @@ def format_table(
     findings: Sequence[Finding], width: int | None = None, marks: dict[str, str] | None = None
 ) -> str:
     """One row per finding: its mark, check, and what was found, wrapped to the terminal."""
-    width, marks = _width(width), marks or _stdout_marks()
+    width, marks = line_width(width), marks or _stdout_marks()
     check_width = max([len(f.check) for f in findings] + [5])
     indent = " " * (2 + 3 + 2 + check_width + 2)
     lines = []
@@ -72,39 +79,48 @@ def format_table(
     return "\n".join(lines)
 
 
-def format_fixes(findings: Sequence[Finding], width: int | None = None) -> str:
-    """'Fixes:' and one numbered entry per finding that has a fix, failures first."""
-    width = _width(width)
-    order = {FAIL: 0, WARN: 1, OK: 2}
-    with_fix = sorted(
-        (f for f in findings if f.fix), key=lambda finding: order.get(finding.status, 3)
+def _fill(text: str, width: int, head: str, indent: str = "     ") -> str:
+    return textwrap.fill(
+        text, width, initial_indent=head, subsequent_indent=indent, break_on_hyphens=False
     )
-    if not with_fix:
-        return ""
-    groups: dict[str, list[Finding]] = {}  # one entry per distinct fix, in order
-    for finding in with_fix:
-        groups.setdefault(finding.fix, []).append(finding)
-    lines = ["Fixes:"]
-    for number, (fix, group) in enumerate(groups.items(), 1):
-        checks = ", ".join(dict.fromkeys(finding.check for finding in group))
-        head = f"  {number}. [{checks}] "
-        lines.append(
-            textwrap.fill(
-                fix,
-                width,
-                initial_indent=head,
-                subsequent_indent="     ",
-                break_on_hyphens=False,
-            )
-        )
+
+
+def format_fixes(
+    findings: Sequence[Finding], width: int | None = None, verbose: bool = False
+) -> str:
+    """'Fixes:' and the fixes that ask for an action, numbered as every report numbers them
+    (``areas.actions``: failures first, one number per fix, labelled by area). ``verbose``
+    (-v) adds detail and never renumbers: under each fix the words of the findings that follow
+    it, and then the notes, the fixes that ask nothing."""
+    width = line_width(width)
+    findings = list(findings)
+    lines = []
+    for number, fix in enumerate(actions(findings), 1):
+        lines.append(_fill(fix.text, width, f"  {number}. [{', '.join(fix.areas)}] "))
+        if verbose:  # the words of the fixes that follow this one, each once
+            followers: dict[str, list[str]] = {}
+            for finding in fix.findings:
+                if finding.fix != fix.text:
+                    followers.setdefault(finding.fix, []).append(finding.check)
+            for text, checks in followers.items():
+                lines.append(_fill(text, width, f"     - {', '.join(checks)}: ", " " * 7))
+    said = notes(findings) if verbose else []
+    if said:
+        lines += ["", "Notes (nothing to do):"] if lines else ["Notes (nothing to do):"]
+        for finding in said:
+            lines.append(_fill(finding.fix, width, f"  - [{area_of(finding)}] ", "    "))
+    if lines and not lines[0].startswith("Notes"):
+        lines.insert(0, "Fixes:")
     return "\n".join(lines)
 
 
 def format_findings(
     findings: Iterable[Finding], width: int | None = None, marks: dict[str, str] | None = None
 ) -> str:
+    """Every finding and the numbered fixes with their details, as -v shows them: what the
+    project generator's hook and the first look print, before torch exists (each GPU named)."""
     findings = list(findings)
-    fixes = format_fixes(findings, width)
+    fixes = format_fixes(findings, width, verbose=True)
     return format_table(findings, width, marks) + ("\n\n" + fixes if fixes else "")
 
 
@@ -135,12 +151,13 @@ def render_text(
 ) -> str:
     """-v: every finding with its mark, the verdict, every fix. ``encoding``: the stream's."""
     title = _title(report)
-    underline = "=" * min(display_width(title), 100)
+    underline = "=" * min(display_width(title), line_width(None))
     lines = [title, underline, format_table(report.findings, marks=marks_for(encoding)), ""]
     code = report.exit_code if exit_code is None else exit_code
-    lines.append(f"Verdict (exit {code}): {_verdict_line(report)}")
-    lines.append(can_go_on(report))
-    fixes = format_fixes(report.findings)
+    width = line_width(None)
+    lines.append(_fill(f"Verdict (exit {code}): {_verdict_line(report)}", width, "", ""))
+    lines.append(_fill(can_go_on(report), width, "", ""))
+    fixes = format_fixes(report.findings, width, verbose=True)
     if fixes:
         lines += ["", fixes]
     lines += ["", f"({report.seconds:.1f} s; `--json` for a machine-readable report)"]
@@ -193,13 +210,13 @@ def _first_sentence(text: str) -> str:
     return text
 
 
-def headline_text(area: Area, report: Report, room: int = AREA_LINE_WIDTH) -> str:
+def headline_text(area: Area, report: Report | None, room: int = AREA_LINE_WIDTH) -> str:
     """What the area's line says in ``room`` columns: its headline's ``brief``, else the first
     sentence of what it found; a working device names the chosen one (with its name where
     that fits) and the step's time."""
     headline = area.headline()
     text = headline.brief or _first_sentence(headline.found)
-    if area.name == "Device" and area.status == OK and report.chosen:
+    if area.name == "Device" and area.status == OK and report is not None and report.chosen:
         timing = next((f for f in area.findings if f.check == "Timing"), None)
         said = ""
         if timing is not None:
@@ -212,7 +229,7 @@ def headline_text(area: Area, report: Report, room: int = AREA_LINE_WIDTH) -> st
     return text
 
 
-def area_line(area: Area, report: Report, marks: dict[str, str]) -> str:
+def area_line(area: Area, report: Report | None, marks: dict[str, str]) -> str:
     """``[!] GPU: No GPU for compute found: training runs on the CPU.``: the area's mark and
     the words of the finding that speaks for it, whole (a rule writes a ``brief`` where its
     finding's first sentence is too long), and how many other issues -v shows."""
@@ -258,26 +275,16 @@ def verdict_sentence(report: Report, issues: int, fixes: int) -> str:
 def render_summary(report: Report, encoding: str | None = "utf-8", width: int | None = None) -> str:
     """The default report: one line per area, the fixes that ask the user to do something
     (numbered, failures first) and the verdict. ``encoding``: the stream's, for the marks."""
-    width = _width(width)
+    width = line_width(width)
     marks = marks_for(encoding)
     areas = by_area(report.findings)
     lines = [_title(report)]
     lines += [area_line(area, report, marks) for area in areas]
-    fixes = actions(report.findings)
+    fixes = format_fixes(report.findings, width)
     if fixes:
-        lines += ["", "Fixes:"]
-        for number, fix in enumerate(fixes, 1):
-            head = f"  {number}. [{', '.join(fix.areas)}] "
-            lines.append(
-                textwrap.fill(
-                    fix.text,
-                    width,
-                    initial_indent=head,
-                    subsequent_indent="     ",
-                    break_on_hyphens=False,
-                )
-            )
+        lines += ["", fixes]
     issues = sum(1 for area in areas if area.status != OK)
-    lines += ["", verdict_sentence(report, issues, len(fixes))]
+    verdict = verdict_sentence(report, issues, len(actions(report.findings)))
+    lines += ["", _fill(verdict, width, "", "")]
     lines.append(f"({report.seconds:.1f} s; -v shows every finding and fix, --json a report)")
     return "\n".join(lines)

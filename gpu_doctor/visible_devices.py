@@ -29,17 +29,40 @@ TRAINS_ON = {
     "rocm-windows": "cuda",
     "xpu": "xpu",
 }
-# What each device kind's "none seen" reason starts with (machinery.devices' probes).
-NONE_SEEN = {"cuda": "torch has", "xpu": "no Intel XPU"}
+# Why a backend is unusable, as the project's device discovery codes it
+# (machinery/discovery.py's REASON_CODES, which a test keeps equal to these): the doctor
+# chooses its advice by these codes, never by the reason's words.
+NOT_INSTALLED = "not-installed"  # the backend's package is not installed (torch-directml)
+NOT_BUILT = "not-built"  # this torch build has no support for it (a CPU-only torch: no CUDA)
+NO_DEVICE = "no-device"  # the backend works but sees no GPU
+NO_ROCM_DEVICE = "no-rocm-device"  # a ROCm build of torch works but sees no GPU
+LIBRARY_MISSING = "library-missing"  # a system library it loads is missing (libd3d12.so)
+LOAD_FAILED = "load-failed"  # its module failed to import for another reason
+INIT_FAILED = "init-failed"  # it raised while starting or counting its GPUs (a broken driver)
+SMOKE_FAILED = "smoke-failed"  # a device failed the smoke test (or could not be named)
+CHECK_FAILED = "check-failed"  # the check itself failed, hung or crashed
+REASON_CODES = (
+    NOT_INSTALLED,
+    NOT_BUILT,
+    NO_DEVICE,
+    NO_ROCM_DEVICE,
+    LIBRARY_MISSING,
+    LOAD_FAILED,
+    INIT_FAILED,
+    SMOKE_FAILED,
+    CHECK_FAILED,
+)
+# The runtime whose variables can hide every GPU, by the code of a backend that saw none.
+NONE_SEEN = {NO_DEVICE: "", NO_ROCM_DEVICE: "rocm"}
 
 
-def hiding(kind: str, reason: str, environ: Mapping[str, str] | None = None) -> list:
+def hiding(kind: str, code: str, environ: Mapping[str, str] | None = None) -> list:
     """(variable, value) pairs set here that can hide every GPU of ``kind`` ("cuda", "xpu"),
-    when torch saw none (``reason``, the probe's); [] otherwise."""
-    if not reason.startswith(NONE_SEEN.get(kind, "\0")):
+    when torch saw none (``code``, the probe's); [] otherwise."""
+    if code not in NONE_SEEN or kind not in VARIABLES:
         return []
     environ = os.environ if environ is None else environ
-    runtime = "rocm" if kind == "cuda" and "ROCm" in reason else kind
+    runtime = NONE_SEEN[code] or kind
     found = []
     for variable in VARIABLES[runtime]:
         value = environ.get(variable)
@@ -52,10 +75,10 @@ def shown(value: str) -> str:
     return "an empty value" if not value.strip() else repr(value)
 
 
-def hidden_fix(stack: str, kind: str, reason: str, environ: Mapping[str, str] | None = None) -> str:
+def hidden_fix(stack: str, kind: str, code: str, environ: Mapping[str, str] | None = None) -> str:
     """The fix when a variable set here hides from torch every GPU of ``kind``, the kind the
     project's ``stack`` trains on; "" otherwise."""
-    found = hiding(kind, reason, environ) if TRAINS_ON.get(stack) == kind else []
+    found = hiding(kind, code, environ) if TRAINS_ON.get(stack) == kind else []
     if not found:
         return ""
     named = " and ".join(f"{variable} is set to {shown(value)}" for variable, value in found)

@@ -63,9 +63,3 @@ def test_every_group_names_its_packages_and_who_needs_them():
     for group in system_packages.GROUPS:
         assert group.packages and group.needed_by and group.size, group.name
     assert list(system_packages.BY_NAME) == ["wine", "mingw", "mesa", "chromium", "node"]
-
-
-def test_the_whole_suite_installs_every_group_before_its_first_test():
-    dev = (TEMPLATE_DIR / "dev.py").read_text(encoding="utf-8")
-    whole = dev[dev.index("def test(") :]
-    assert whole.index("setup(python)") < whole.index("whole_suite(python)")

@@ -133,8 +133,9 @@ def test_dev_py_test_runs_the_wine_lane_beside_the_others_and_fails_with_either(
     monkeypatch, capsys, tmp_path, wine_code, rest_code
 ):
     dev = load_dev()
-    foreground, background = [], []
+    foreground, background, order = [], [], []
     monkeypatch.setattr(dev, "ensure_environment", lambda: TEMPLATE_DIR / "python")
+    monkeypatch.setattr(dev, "setup", lambda python: order.append("setup"))
     monkeypatch.setattr(dev, "WINE_LANE_LOG", tmp_path / "wine-lane.log")
     monkeypatch.setattr(
         dev.subprocess,
@@ -144,11 +145,16 @@ def test_dev_py_test_runs_the_wine_lane_beside_the_others_and_fails_with_either(
     monkeypatch.setattr(
         dev.subprocess,
         "Popen",
-        lambda command, **kw: background.append(command) or FakeLane(command, wine_code, **kw),
+        lambda command, **kw: (
+            order.append("lanes")
+            or background.append(command)
+            or FakeLane(command, wine_code, **kw)
+        ),
     )
 
     code = dev.main(["test"])
 
+    assert order == ["setup", "lanes"]  # every system package before the first test
     out = capsys.readouterr().out
     assert (code == 0) == (wine_code == 0 and rest_code == 0)
     assert f"about {dev.WHOLE_SUITE_MINUTES} minutes" in out and "python dev.py quick" in out

@@ -1,6 +1,10 @@
 """Rules about the devices torch sees: each device it can train on, each backend that should be
 there and is not (with the reason's fix), the device chosen. The fixes name other fixes (the
 Driver's, the Environment's) only when those are printed.
+
+The advice for a backend that is unusable is chosen by its reason's code (``visible_devices``'s
+REASON_CODES, as the project's device discovery gives them), never by the reason's words: those
+are shown as they are. Only torch's own error text (``detail``) is read, for the kernels missing.
 """
 
 from __future__ import annotations
@@ -23,7 +27,18 @@ from ..findings import (
 )
 from ..install_commands import reinstall
 from ..project import Project
-from ..visible_devices import hidden_fix
+from ..visible_devices import (
+    CHECK_FAILED,
+    INIT_FAILED,
+    LIBRARY_MISSING,
+    LOAD_FAILED,
+    NO_DEVICE,
+    NO_ROCM_DEVICE,
+    NOT_BUILT,
+    NOT_INSTALLED,
+    SMOKE_FAILED,
+    hidden_fix,
+)
 from . import cuda, rocm, rocm_windows
 from .packages import install_fix
 
@@ -43,6 +58,18 @@ CODES = {
 # The device kind each stack trains on, where the two names differ (torch calls both CUDA
 # builds' devices "cuda").
 DEVICE_KIND = {"cuda-legacy": "cuda", "rocm-windows": "cuda"}
+# The area line's words for a backend unusable for each reason code ("cuda: sees no GPU.").
+BRIEF = {
+    NOT_INSTALLED: "not installed",
+    NOT_BUILT: "not in this torch build",
+    NO_DEVICE: "sees no GPU",
+    NO_ROCM_DEVICE: "ROCm sees no GPU",
+    LIBRARY_MISSING: "Direct3D 12 library missing",
+    LOAD_FAILED: "failed to load",
+    INIT_FAILED: "failed to initialise",
+    SMOKE_FAILED: "failed a smoke test",
+    CHECK_FAILED: "its check failed",
+}
 # (code, check): each check reads torch's error and names the build with this GPU's kernels
 KERNEL_CHECKS = (
     ("ROCM-INVALID-DEVICE-FUNCTION", rocm.invalid_device_function),
@@ -78,31 +105,33 @@ def device_findings(
     absent = []  # backends this install or machine simply does not have: one line for all
     for missing in discovery.unavailable:
         ours = missing.kind == DEVICE_KIND.get(project.accelerator, project.accelerator)
+        why = getattr(missing, "code", CHECK_FAILED)
+        error = getattr(missing, "detail", "")  # torch's own words, when it raised
         # CUDA_VISIBLE_DEVICES="" and the like hide the GPUs: that, not the driver, is the fix.
-        hidden = hidden_fix(project.accelerator, missing.kind, missing.reason, environ)
+        hidden = hidden_fix(project.accelerator, missing.kind, why, environ)
         if ours or getattr(missing, "installed", True) or hidden:
             status = WARN if ours or project.accelerator != "cpu" else OK
             fix, role, follows = "", "", ""
             if missing.kind == "directml" and ours:
-                fix, role, follows = _directml_fix(missing.reason, project, earlier)
+                fix, role, follows = _directml_fix(why, project, earlier)
             elif missing.kind == "cuda":
-                fix, role, follows = _cuda_fix(missing.reason, project, earlier)
+                fix, role, follows = _cuda_fix(why, project, earlier)
             elif missing.kind == "xpu":
                 fix, role, follows = _xpu_fix(earlier)
             if hidden:
                 fix, role, follows = hidden, "", ""
             code = f"DEVICE-UNAVAILABLE-{missing.kind.upper()}"
             found = f"{missing.kind} unavailable: {missing.reason}."
-            brief = f"{missing.kind}: {_lead(missing.reason)}."
+            brief = f"{missing.kind}: {BRIEF.get(why, BRIEF[CHECK_FAILED])}."
             # ROCm without kernels for this GPU: the build to install, not the driver, is the fix
             for kernel_code, no_kernels in KERNEL_CHECKS:
-                kernels = no_kernels(missing.reason, recommendation, project)
+                kernels = no_kernels(error, recommendation, project)
                 if kernels:
                     code, found, fix = kernel_code, f"{found} {kernels[0]}", kernels[1]
                     role, follows = "", ""
             image = None
             if missing.kind == "cuda":
-                text = f"{missing.reason} {torch_said}"
+                text = f"{error} {torch_said}"
                 image = cuda.no_kernel_image(text, recommendation, project, measured)
             if image:
                 code, found = "CUDA-NO-KERNEL-IMAGE", f"{found} {image[0]}"
@@ -110,7 +139,7 @@ def device_findings(
                 fix, follows, role = image[1], image[2], ""
             findings.append(Finding("Device", status, found, fix, code, role, follows, brief))
         else:
-            absent.append(f"{missing.kind} ({missing.reason})")
+            absent.append(f"{missing.kind}: {missing.reason}")
     if absent:
         findings.append(
             Finding(
@@ -121,14 +150,6 @@ def device_findings(
             )
         )
     return findings
-
-
-def _lead(reason: str) -> str:
-    """A reason's lead clause, the words before the error text or the command that follows
-    ("CUDA failed to initialise: RuntimeError: ..." -> "CUDA failed to initialise")."""
-    for end in (": ", " ("):
-        reason = reason.split(end, 1)[0]
-    return reason.rstrip(".")
 
 
 def discovery_failed(error: BaseException) -> Finding:
@@ -165,11 +186,11 @@ def device_count(line: str) -> Finding:
 Advice = Tuple[str, str, str]  # typing.Tuple: tuple[...] fails at run time before 3.9
 
 
-def _directml_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> Advice:
-    """The advice for DirectML that does not load, by the reason it gives."""
-    if "not installed" in reason:
+def _directml_fix(why: str, project: Project, findings: Sequence[Finding] = ()) -> Advice:
+    """The advice for DirectML that does not load, by the code of its reason."""
+    if why == NOT_INSTALLED:
         return install_fix(project), REPAIRS_ENVIRONMENT, ""
-    if "libd3d12" in reason or "libdxcore" in reason:
+    if why == LIBRARY_MISSING:
         plain_linux = (
             "DirectML needs Direct3D 12: on Windows it is built in; in WSL2 it comes from "
             "/usr/lib/wsl/lib (Windows 11 and `wsl --update`). On plain Linux it cannot work: "
@@ -204,8 +225,8 @@ def _directml_fix(reason: str, project: Project, findings: Sequence[Finding] = (
     )
 
 
-def _amd_windows_fix(reason: str, project: Project) -> Advice:
-    if "no CUDA" in reason:  # not AMD's build at all (PyPI's CPU torch, most often)
+def _amd_windows_fix(why: str, project: Project) -> Advice:
+    if why == NOT_BUILT:  # not AMD's build at all (PyPI's CPU torch, most often)
         return (
             "Reinstall torch from AMD's index: "
             f"`{reinstall(project, '-r environments/rocm-windows.txt')}`, then run "
@@ -235,11 +256,11 @@ def _xpu_fix(findings: Sequence[Finding] = ()) -> Advice:
     )
 
 
-def _cuda_fix(reason: str, project: Project, findings: Sequence[Finding] = ()) -> Advice:
-    """The advice for CUDA that is unavailable, by the reason it gives."""
+def _cuda_fix(why: str, project: Project, findings: Sequence[Finding] = ()) -> Advice:
+    """The advice for CUDA that is unavailable, by the code of its reason."""
     if project.accelerator == "rocm-windows":  # AMD's build: torch calls its GPUs cuda too
-        return _amd_windows_fix(reason, project)
-    if "no CUDA" in reason:  # a CPU-only torch, e.g. PyPI's torch on Windows
+        return _amd_windows_fix(why, project)
+    if why == NOT_BUILT:  # a CPU-only torch, e.g. PyPI's torch on Windows
         pins = " ".join(f"{name}=={project.pins[name]}" for name in ("torch", "torchvision"))
         index = project.index_url or "https://download.pytorch.org/whl/cu130"
         return (

@@ -82,7 +82,7 @@ def check_os(
                 "For DirectML, run the project on Windows or in WSL2. On this machine, train "
                 "in the environment the Environment line names.",
                 code="OS-LINUX-NO-DIRECTML",
-                brief="Linux: DirectML runs only on Windows and in WSL2.",
+                brief="Linux: DirectML runs only on Windows 10/11 and in WSL2.",
                 follows=OTHER_BEST,
             )
         ]

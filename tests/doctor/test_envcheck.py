@@ -420,7 +420,7 @@ def test_the_hook_call_works_on_this_machine():
 # ------------------------------------------------------------------------------ formatting
 
 
-def test_format_findings_shows_status_check_and_numbered_fixes_once():
+def test_format_findings_shows_every_finding_and_the_fixes_numbered_as_the_summary_does():
     same_fix = "pip install -r requirements.txt"
     findings = [
         Finding("Python", OK, "Python 3.11.9 (64-bit) is supported."),
@@ -435,7 +435,7 @@ def test_format_findings_shows_status_check_and_numbered_fixes_once():
     assert all(len(line) <= 80 for line in lines)
     fixes = text[text.index("Fixes:") :]
     assert "1. [OS] Update Windows." in fixes  # failures first
-    assert "2. [torch, torchvision] pip install" in fixes  # one fix, listed once
+    assert "2. [PyTorch] pip install" in fixes  # one fix, listed once, labelled by its area
     assert fixes.count(same_fix) == 1
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import ast
 import datetime
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -114,7 +116,7 @@ def test_markdown_has_the_findings_codes_verdict_and_fixes_and_nothing_personal(
     assert "| status | check | code | found |" in text
     assert "| [\u2717] | torch | `TORCH-NOT-IN-THIS-PYTHON` |" in text
     assert "**Verdict (exit 3):** Ready to train on the CPU only (slower)" in text
-    assert "1. [torch] Run this with the project's environment." in text
+    assert "1. [PyTorch] Run this with the project's environment." in text
     assert "2. [Device] Use Windows." in text
     assert "/home/ann" not in text and ".venv-xpu" not in text  # no interpreter path at all
     assert "(~/lenet/.venv/bin/python)" in text
@@ -209,3 +211,28 @@ def test_the_report_names_what_made_the_environment(tmp_path, files, installer, 
         (tmp_path / name).write_text(text, encoding="utf-8")
 
     assert made_by(str(tmp_path), installer_of=lambda name: installer) == made
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["src/gpu_doctor"], ["-m", "{{ cookiecutter.package_name }}.verify_install"],
+     ["-m", "{{ cookiecutter.package_name }}.verify_install", "-v"]],
+    ids=["first-look", "summary", "verbose"],
+)  # fmt: skip
+def test_piped_output_has_no_line_over_80_columns(args, child_limit):
+    """A pipe, a file or an IDE's run window has no terminal width: 80 columns it is."""
+    root = DOCS.parents[1]
+    environ = {name: value for name, value in os.environ.items() if name != "COLUMNS"}
+    paths = [str(root / "src")] + [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=dict(environ, PYTHONPATH=os.pathsep.join(paths), PYTHONUTF8="1"),
+        timeout=child_limit,
+    )
+    assert "Fixes:" in done.stdout or "[" in done.stdout, done.stdout + done.stderr
+    wide = [line for line in done.stdout.splitlines() if render.display_width(line) > 80]
+    assert wide == []

@@ -34,6 +34,7 @@ from lenet_on_directml import (  # the default project's package (conftest.py)
 from lenet_on_directml.machinery import (
     devices,
     directml_probe,
+    discovery,
 )
 
 from gpu_doctor import (
@@ -42,6 +43,7 @@ from gpu_doctor import (
     checkup,
     envcheck,
     facts,
+    first_look,
     probes,
     render,
     stepwise,
@@ -79,9 +81,9 @@ from gpu_doctor.verdict import (
     Report,
 )
 
-LIBD3D12 = (
-    "torch_directml failed to load: OSError: libd3d12.so: cannot open shared object file: "
-    "No such file or directory"
+# DirectML on Linux outside WSL2, as the project's probe reports it
+LIBD3D12 = directml_probe.load_failure(
+    "OSError: libd3d12.so: cannot open shared object file: No such file or directory"
 )
 CPU = devices.DeviceOption(
     "cpu", None, "CPU, x86_64, 8 threads", torch.device("cpu"), {"float64": True}
@@ -134,7 +136,7 @@ def findings(report, check, status=None):
 
 
 def test_directml_that_cannot_load_falls_back_to_the_cpu_with_exit_3(machine, capsys):
-    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    machine(unavailable=[LIBD3D12])
     code, report = run_json(capsys)
     assert code == checkup.EXIT_CPU_FALLBACK == 3
     assert report["verdict"]["status"] == "cpu-fallback"
@@ -179,7 +181,7 @@ def test_several_gpus_of_the_chosen_kind_name_the_torchrun_command(machine, caps
 
 
 def test_the_table_comes_first_then_the_verdict_then_the_fixes(machine, capsys):
-    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    machine(unavailable=[LIBD3D12])
     checkup.main(["-v"])
     out = capsys.readouterr().out
     assert out.index("Smoke test") < out.index("Verdict (exit 3)") < out.index("Fixes:")
@@ -232,7 +234,7 @@ def test_the_cpu_is_a_success_only_when_it_was_the_choice(machine, capsys, accel
 
 
 def test_asking_for_a_device_that_is_not_there_names_the_available_ones(machine, capsys):
-    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    machine(unavailable=[LIBD3D12])
     code, report = run_json(capsys, "--device", "directml:0")
     assert code == 3
     (chosen,) = findings(report, "Chosen", WARN)
@@ -305,7 +307,7 @@ def test_a_missing_dependency_of_the_project_is_named_and_torch_is_not_blamed(
         f"Verdict (exit 4): Not ready to train: the project's code needs {module}, which is not "
         "installed."
     )
-    (fix,) = [fix for label, fix in out.fixes if label == "Requirements"]
+    (fix,) = [fix for label, fix in out.fixes if label == "Environment"]
     assert fix.startswith("Install the project's requirements: `")
     assert "requirements.txt" in fix or "environment.yml" in fix
     assert "Traceback" not in out.text
@@ -373,7 +375,7 @@ def test_json_reads_back_the_same_on_a_console_that_cannot_show_every_name(
     import io
 
     name = "手写数字识别 – Ünïcode 😀"
-    machine(unavailable=[devices.Unavailable("directml", LIBD3D12)])
+    machine(unavailable=[LIBD3D12])
     named = Project(name, "lenet_test", "directml", "3.11", "3.8", "3.12", "", PINS["directml"], "")
     monkeypatch.setattr(checkup, "load_project", lambda: named)
     raw = io.BytesIO()
@@ -414,13 +416,16 @@ REFERENCES = {
     r"the \[!\] lines above say why": lambda out: any(s == "WARN" for s, _ in out.rows),
     r"the fixes below": lambda out: bool(out.fixes),
     r"the pins above": lambda out: any("pinned" in text for _, text in out.row_texts),
-    r"the Driver fix": lambda out: any("Driver" in label for label, _ in out.fixes),
     r"the GPU fix says how PyTorch can use your GPU": lambda out: any(
         "GPU" in label and ("ROCm" in fix or "XPU" in fix) for label, fix in out.fixes
     ),
     r"report the reason on this line": lambda out: any("Device" in label for label, _ in out.fixes),
     r"the Environment line": lambda out: any(check == "Environment" for _, check in out.rows),
-    r"the Environment fix": lambda out: any("Environment" in label for label, _ in out.fixes),
+    # a fix names another by its area, as the fixes are labelled
+    **{
+        rf"the {area} fix": lambda out, area=area: any(area in label for label, _ in out.fixes)
+        for area in areas.AREAS
+    },
 }
 POINTER = re.compile(
     r"\bthe [\w-]+ (?:lines?|fix(?:es)?)\b|\babove\b|\bbelow\b|\bthis line\b", re.IGNORECASE
@@ -428,6 +433,7 @@ POINTER = re.compile(
 ROW = re.compile(r"^  (\[.\])  (\S.*?)  +(\S.*)$")
 STATUS_OF_MARK = {"[\u2713]": "ok", "[!]": "WARN", "[\u2717]": "FAIL"}  # rows: the JSON's words
 FIX = re.compile(r"^  \d+\. \[([^\]]+)\] (.*)$")
+DETAIL = re.compile(r"^     - ([\w, -]+): (.*)$")
 PIP = re.compile(r"`(?:python -m |uv )?pip install ([^`]*)`")
 
 
@@ -448,12 +454,16 @@ def read_output(text: str) -> Printed:
     rows, row_texts, fixes, verdict, go_on = [], [], [], "", ""
     in_fixes = False
     for number, line in enumerate(lines):
-        if line.startswith("Verdict (exit"):
-            verdict, go_on = line, lines[number + 1]
+        if line.startswith("Verdict (exit"):  # the verdict, then "You can ...", both wrapped
+            said = lines[number : lines.index("", number) if "" in lines[number:] else None]
+            start = next(i for i, text in enumerate(said) if text.startswith("You "))
+            verdict, go_on = " ".join(said[:start]), " ".join(said[start:])
         elif line == "Fixes:":
             in_fixes = True
         elif in_fixes and FIX.match(line):
             fixes.append(list(FIX.match(line).groups()))
+        elif in_fixes and DETAIL.match(line):  # -v: the words of a fix that follows this one
+            fixes.append(list(DETAIL.match(line).groups()))
         elif in_fixes and line.startswith("     ") and fixes:
             fixes[-1][1] += " " + line.strip()
         elif not in_fixes and ROW.match(line):
@@ -521,8 +531,16 @@ NOT_INSTALLED = {
     "cpu": devices.directml_missing_reason("cpu"),
     "cuda": devices.directml_missing_reason("cuda"),
 }
-DML_FAILED = "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
-NO_CUDA_BUILD = "this torch build has no CUDA or ROCm support"
+DML_FAILED = directml_probe.init_failure("RuntimeError: Unknown error -2107306512")
+# (kind, reason, installed, code[, torch's error]): backends as the project's probes report them
+DML_ABSENT = {key: ("directml", reason, False, discovery.NOT_INSTALLED)
+              for key, reason in NOT_INSTALLED.items()}  # fmt: skip
+CPU_TORCH = ("cuda", "this torch build has no CUDA or ROCm support", False, discovery.NOT_BUILT)
+CUDA_NONE = ("cuda", "torch has CUDA support but sees no GPU", False, discovery.NO_DEVICE)
+CUDA_NONE_INSTALLED = CUDA_NONE[:2] + (True, discovery.NO_DEVICE)
+NO_ADAPTER = ("directml", "torch_directml sees no DirectX 12 adapter", True, discovery.NO_DEVICE)
+XPU_NONE = ("xpu", "no Intel XPU (needs Intel's torch build, 2.5 or later)", False,
+            discovery.NO_DEVICE)  # fmt: skip
 # AMD on Linux, as the kernel's KFD topology names them (no ROCm installed to name them better).
 LINUX_RX_6700_XT = Gpu("AMD GPU 0x73df", 0x1002, 0x73DF, 12 * 2**30, driver="amdgpu",
                        source="/sys/class/drm", gfx_target="gfx1031",
@@ -546,7 +564,9 @@ HIP_ERROR = (
     "passing AMD_SERIALIZE_KERNEL=3\nCompile with `TORCH_USE_HIP_DSA` to enable device-side "
     "assertions.\n"
 )
-HIP_SMOKE = "cuda:0 failed a smoke test: RuntimeError: " + HIP_ERROR.splitlines()[0]
+HIP_FAILED = "RuntimeError: " + HIP_ERROR.splitlines()[0]
+HIP_SMOKE = ("cuda", f"cuda:0 failed a smoke test: {HIP_FAILED}", True, discovery.SMOKE_FAILED,
+             HIP_FAILED)  # fmt: skip
 
 
 def lenet_failing_on_the_device(error: str, layer: str = "conv1", base=model.LeNet5) -> type:
@@ -576,11 +596,12 @@ ROCM_RX_7800 = devices.DeviceOption(  # AMD's Windows build lists it as cuda:0
     "cuda", 0, "AMD Radeon RX 7800 XT", torch.device("cpu"), {"float64": True}
 )
 AMD_WINDOWS_PINS = {"torch": "2.14.0+rocm10.1.0", "torchvision": "0.29.0a0+rocm10.1.0"}
-CUDA_INIT = "CUDA failed to initialise: RuntimeError: CUDA driver version is insufficient"
-NO_KERNEL_IMAGE = (
-    "cuda:0 failed a smoke test: RuntimeError: CUDA error: no kernel image is available for "
-    "execution on the device"
-)
+CUDA_OLD = "RuntimeError: CUDA driver version is insufficient"
+CUDA_INIT = ("cuda", f"CUDA failed to initialise: {CUDA_OLD}", True, discovery.INIT_FAILED,
+             CUDA_OLD)  # fmt: skip
+NO_IMAGE = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+NO_KERNEL_IMAGE = ("cuda", f"cuda:0 failed a smoke test: {NO_IMAGE}", True,
+                   discovery.SMOKE_FAILED, NO_IMAGE)  # fmt: skip
 GTX_1060_SMI = Gpu("NVIDIA GeForce GTX 1060 6GB", 0x10DE, 0x1C03, 6 * 2**30, "580.95.05",
                    driver="nvidia", source="nvidia-smi", compute_capability="6.1",
                    capability_source="nvidia-smi")  # fmt: skip
@@ -597,53 +618,53 @@ CUDA_PINS = {"torch": "2.14.1", "torchvision": "0.29.1"}
 #  a LeNet class or None, the installed packages: "pins" or a dict)
 SITUATIONS = [
     ("linux-no-gpu-no-d3d12", "directml", LINUX_X86, [ASPEED], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("linux-amd-no-d3d12", "directml", LINUX_X86, [LINUX_AMD], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("linux-intel-no-d3d12", "directml", LINUX_X86, [LINUX_INTEL], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("linux-nouveau-dml-missing", "directml", LINUX_X86, [NOUVEAU], [],
-     [("directml", NOT_INSTALLED["directml"], False)], "auto", None,
+     [DML_ABSENT["directml"]], "auto", None,
      {"torch": "2.4.1", "torchvision": "0.19.1"}),
     ("wsl2-without-dxg", "directml", WSL2_NO_DXG, [], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("windows-old-driver-dml-fails", "directml", WINDOWS, [OLD_RADEON], [],
-     [("directml", DML_FAILED, True)], "auto", None, "pins"),
+     [DML_FAILED], "auto", None, "pins"),
     ("windows-dml-fails", "directml", WINDOWS, [NEW_RADEON], [],
-     [("directml", DML_FAILED, True)], "auto", None, "pins"),
+     [DML_FAILED], "auto", None, "pins"),
     ("windows-software-adapter", "directml", WINDOWS, [BASIC], [],
-     [("directml", "torch_directml sees no DirectX 12 adapter", True)], "auto", None, "pins"),
+     [NO_ADAPTER], "auto", None, "pins"),
     ("windows-dml-works", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "auto", None, "pins"),
     ("windows-dml-computes-wrong", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "auto",
      "drifting", "pins"),
     ("windows-cpu-chosen", "directml", WINDOWS, [NEW_RADEON], [RADEON], [], "cpu", None, "pins"),
     ("windows-asks-for-a-missing-device", "directml", WINDOWS, [NEW_RADEON], [],
-     [("directml", DML_FAILED, True)], "directml:1", None, "pins"),
+     [DML_FAILED], "directml:1", None, "pins"),
     ("cpu-project-on-windows", "cpu", WINDOWS, [NEW_RADEON], [],
-     [("directml", NOT_INSTALLED["cpu"], False)], "auto", None, "pins"),
+     [DML_ABSENT["cpu"]], "auto", None, "pins"),
     ("cpu-project-newer-torch", "cpu", LINUX_X86, [LINUX_INTEL], [],
-     [("directml", NOT_INSTALLED["cpu"], False)], "auto", None,
+     [DML_ABSENT["cpu"]], "auto", None,
      {"torch": "2.15.0", "torchvision": "0.29.1"}),
     ("cuda-project-cpu-torch", "cuda", WINDOWS, [OLD_GEFORCE], [],
-     [("cuda", NO_CUDA_BUILD, False), ("directml", NOT_INSTALLED["cuda"], False)], "auto",
+     [CPU_TORCH, DML_ABSENT["cuda"]], "auto",
      None, "pins"),
     ("cuda-project-old-driver", "cuda", WINDOWS, [OLD_GEFORCE], [],
-     [("cuda", CUDA_INIT, True)], "auto", None, "pins"),
+     [CUDA_INIT], "auto", None, "pins"),
     ("cuda-project-linux-amd", "cuda", LINUX_X86, [LINUX_AMD], [],
-     [("cuda", "torch has CUDA support but sees no GPU", False)], "auto", None, "pins"),
+     [CUDA_NONE], "auto", None, "pins"),
     ("torch-missing", "directml", WINDOWS, [NEW_RADEON], [], [], "auto", None,
      {"torchvision": "0.19.1"}),
     ("linux-no-gpu-directml-missing", "directml", LINUX_X86, [ASPEED], [],
-     [("directml", NOT_INSTALLED["directml"], False)], "auto", None,
+     [DML_ABSENT["directml"]], "auto", None,
      {"torch": "2.4.1", "torchvision": "0.19.1"}),
     ("linux-rx-6700-xt-rocm-smoke-fails", "rocm", LINUX_X86, [LINUX_RX_6700_XT], [ROCM_RX_6700],
      [], "auto", HipLeNet, "pins"),
     ("linux-rx-6700-xt-directml-project", "directml", LINUX_X86, [LINUX_RX_6700_XT], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("linux-780m-rocm-kernels-fail", "rocm", LINUX_X86, [LINUX_780M], [],
-     [("cuda", HIP_SMOKE, True)], "auto", None, "pins"),
+     [HIP_SMOKE], "auto", None, "pins"),
     ("linux-780m-directml-project", "directml", LINUX_X86, [LINUX_780M], [],
-     [("directml", LIBD3D12, True)], "auto", None, "pins"),
+     [LIBD3D12], "auto", None, "pins"),
     ("windows-rx-7800-dml-works", "directml", WINDOWS, [RX_7800], [DML_RX_7800], [], "auto",
      None, "pins"),
     ("windows-rocm-windows-works", "rocm-windows", WINDOWS, [RX_7800], [ROCM_RX_7800], [],
@@ -653,22 +674,22 @@ SITUATIONS = [
     ("windows-rocm-windows-wrong-kernels", "rocm-windows", WINDOWS, [RX_7800], [ROCM_RX_7800],
      [], "auto", InvalidImageLeNet, {**AMD_WINDOWS_PINS, "amd-torch-device-gfx1100": "2.14.0"}),
     ("windows-rocm-windows-no-gpu-visible", "rocm-windows", WINDOWS, [RX_7800], [],
-     [("cuda", "torch has CUDA support but sees no GPU", True)], "auto", None,
+     [CUDA_NONE_INSTALLED], "auto", None,
      {**AMD_WINDOWS_PINS, "amd-torch-device-gfx1101": "2.14.0"}),
     ("cuda-project-gtx-1060-no-kernel-image", "cuda", LINUX_X86, [GTX_1060_SMI], [],
-     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+     [NO_KERNEL_IMAGE], "auto", None, "pins"),
     ("cuda-project-v100-old-driver-no-kernel-image", "cuda", LINUX_X86, [V100_OLD_SMI], [],
-     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+     [NO_KERNEL_IMAGE], "auto", None, "pins"),
     ("cuda-project-windows-gtx-470", "cuda", WINDOWS, [GTX_470_DXGI], [],
-     [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+     [NO_KERNEL_IMAGE], "auto", None, "pins"),
     ("cuda-legacy-project-rtx-5090-no-kernel-image", "cuda-legacy", LINUX_X86, [RTX_5090_SMI],
-     [], [("cuda", NO_KERNEL_IMAGE, True)], "auto", None, "pins"),
+     [], [NO_KERNEL_IMAGE], "auto", None, "pins"),
     ("cuda-legacy-project-gtx-1060-cpu-torch", "cuda-legacy", WINDOWS, [OLD_GEFORCE], [],
-     [("cuda", NO_CUDA_BUILD, False), ("directml", NOT_INSTALLED["cuda"], False)], "auto",
+     [CPU_TORCH, DML_ABSENT["cuda"]], "auto",
      None, {"torch": "2.14.1", "torchvision": "0.29.1"}),
     ("xpu-project-with-a-cuda-build", "xpu", LINUX_X86, [LINUX_B580], [],
-     [("xpu", "no Intel XPU (needs Intel's torch build, 2.5 or later)", False),
-      ("cuda", "torch has CUDA support but sees no GPU", False)], "auto", None,
+     [XPU_NONE,
+      CUDA_NONE], "auto", None,
      {"torch": "2.14.1+cu130", "torchvision": "0.29.1+cu130"}),
 ]  # fmt: skip
 
@@ -718,7 +739,11 @@ def situation(monkeypatch):
         faked_stack = active_environment.stack_of_torch(packages.get("torch"), directml)
         monkeypatch.setattr(active_environment, "installed_stack", lambda *args: faked_stack)
         found = devices.Discovery(
-            list(options) + [CPU], [devices.Unavailable(*u) for u in unavailable]
+            list(options) + [CPU],
+            [
+                u if isinstance(u, devices.Unavailable) else devices.Unavailable(*u)
+                for u in unavailable
+            ],
         )
         scan = GpuScan(list(gpus), "DXGI" if os_facts.is_windows else "/sys/class/drm")
         monkeypatch.setattr(checkup, "load_project", lambda: chosen)
@@ -801,7 +826,7 @@ def test_a_mac_or_arm_student_with_the_default_file_is_sent_to_the_cpu_file(
     monkeypatch.setattr(directml_probe, "directml_has_wheels", lambda: False)
     missing = devices.directml_missing_reason("directml")
     code, _ = situation("arm-default-file", "directml", os_facts, [], [],
-                        [("directml", missing, False)], "auto", None,
+                        [("directml", missing, False, discovery.NOT_INSTALLED)], "auto", None,
                         {"torch": "2.4.1", "torchvision": "0.19.1"}, env_manager)  # fmt: skip
     out = read_output(capsys.readouterr().out)
 
@@ -850,6 +875,8 @@ def read_summary(text: str) -> Summary:
             fixes[-1][1] += " " + line.strip()
         elif line.startswith(("Ready to train", "Not ready to train")):
             verdict = line
+        elif verdict and line and not line.startswith("("):
+            verdict += " " + line  # the verdict went on
         elif line.startswith(" ") and areas and "Fixes:" not in lines[: lines.index(line)]:
             areas[-1] = (*areas[-1][:2], areas[-1][2] + " " + line.strip())  # an area went on
     return Summary(areas, [(where, fix) for where, fix in fixes], verdict, lines)
@@ -1311,7 +1338,8 @@ def loss_fails_on_the_device(monkeypatch):
 
 def failing_row(out, check):
     (found,) = [text for label, text in out.row_texts if label == check]
-    (fix,) = [fix for label, fix in out.fixes if label == check]
+    area = areas.area_of(Finding(check, FAIL, ""))  # fixes are labelled by area
+    (fix,) = [fix for label, fix in out.fixes if label.split(", ")[0] == area]
     return found, fix
 
 
@@ -1528,8 +1556,8 @@ def test_a_fresh_directml_environment_on_linux_without_a_gpu_is_sent_to_the_cpu_
     situation(*case, "venv")
     out = read_output(capsys.readouterr().out)
 
-    fixes = dict(out.fixes)
-    assert "Create the cpu environment" in fixes["Environment"]
+    label, first = out.fixes[0]
+    assert label.startswith("Environment") and "Create the cpu environment" in first
     (missing,) = [fix for label, fix in out.fixes if "torch-directml" in label]
     assert "rather than repairing this directml one: directml cannot train on Linux" in missing
     assert "pip install" not in missing
@@ -1549,7 +1577,7 @@ def test_invalid_device_function_in_the_smoke_test_names_the_target_and_the_over
     assert code == checkup.EXIT_BROKEN
     (found,) = [text for check, text in out.row_texts if check == "Smoke test"]
     assert "invalid device function" in found and "gfx1031" in found
-    (fix,) = [fix for label, fix in out.fixes if "Smoke test" in label]
+    (fix,) = [fix for label, fix in out.fixes if label.startswith("Device")]
     assert "`export HSA_OVERRIDE_GFX_VERSION=10.3.0`" in fix and "Unofficial" in fix
     assert len(out.fixes) == 1  # the GPU line gives the same fix: printed once
     gpu = [text for check, text in out.row_texts if check == "GPU" and "gfx1031 is not" in text]
@@ -1669,7 +1697,8 @@ def test_amds_build_with_this_gpus_kernels_works(situation, capsys):
     assert any("HIP 7.1.52802" in text for check, text in out.row_texts if check == "torch build")
     assert "(device-gfx1101) are this GPU's (gfx1101)" in rows["GPU kernels"]
     assert "Verdict (exit 0): Ready to train on" in out.text
-    assert [label for label, _ in out.fixes if "Timing" not in label] == []  # the fake is a CPU
+    # at most the Timing's fix, in the Device area: the fake GPU is a CPU
+    assert [label for label, _ in out.fixes] in ([], ["Device"]), out.text
 
 
 @pytest.mark.parametrize(
@@ -1727,7 +1756,7 @@ def test_a_torch_without_hip_in_the_rocm_windows_environment_says_to_reinstall(
     (row,) = [text for check, text in rows if check == "torch build" and "version.hip" in text]
     assert "no ROCm build (torch.version.hip is None)" in row
     reinstall = "`python -m pip install --force-reinstall -r environments/rocm-windows.txt`"
-    assert any(reinstall in fix for label, fix in out.fixes if "torch build" in label), out.text
+    assert any(reinstall in fix for label, fix in out.fixes if "PyTorch" in label), out.text
 
 
 def test_another_builds_torch_in_the_rocm_windows_environment_is_named_once(
@@ -1850,3 +1879,58 @@ def test_every_finding_of_every_situation_has_a_registered_code(situation, capsy
     unknown = [(f["check"], f["code"]) for f in report["findings"] if f["code"] not in CODES]
     assert unknown == []
     assert "WARN lines above" not in report["verdict"]["message"]  # JSON has no lines above
+
+
+# ------------------------------------------- one renderer: the same fixes, numbered alike
+
+NUMBERED = re.compile(r"^  (\d+)\. \[([^\]]+)\] ", re.MULTILINE)
+# Areas only verify_install checks: the hook and the first look run before torch exists.
+WITH_TORCH = {"PyTorch", "Device", "ONNX Runtime"}
+
+
+def numbered_fixes(text: str) -> list:
+    """(number, [areas], the fix's words) of each numbered fix, wrapped lines joined."""
+    fixes = text.split("\nFixes:\n", 1)[-1].split("\n\n", 1)[0]
+    found = []
+    for entry in re.split(r"\n(?=  \d+\. \[)", fixes):
+        match = NUMBERED.match(entry)
+        if match:
+            words = " ".join(entry[match.end() :].split("\n     - ", 1)[0].split())
+            found.append((int(match.group(1)), match.group(2).split(", "), words))
+    return found
+
+
+@pytest.mark.parametrize(
+    "case",
+    [("linux-no-gpu-no-torch", "directml", LINUX_X86, [ASPEED], [], [], "auto", None, {}),
+     *[case for case in SITUATIONS if case[0] in ("linux-no-gpu-no-d3d12", "torch-missing",
+                                                   "cuda-project-old-driver")]],
+    ids=lambda case: case[0],
+)  # fmt: skip
+def test_the_hook_the_first_look_the_summary_and_v_give_the_same_fixes_the_same_numbers(
+    situation, capsys, monkeypatch, case
+):
+    """Fix 1 in the summary is fix 1 in -v, in the hook's report and in the first look, in
+    the same words and under the same areas (those before torch exists have no PyTorch)."""
+    monkeypatch.setenv("COLUMNS", "81")  # one width for all: 80 columns
+    situation(*case, "venv", verbose=False)
+    summary = capsys.readouterr().out
+    _code, chosen = situation(*case, "venv", verbose=True)
+    verbose = capsys.readouterr().out
+    faked = envcheck.run_checks  # the situation's machine, for the checks without torch
+    monkeypatch.setattr(envcheck, "run_checks",
+                        lambda context="project", project=None, **extra:
+                        faked(context, project or chosen, **extra))  # fmt: skip
+    monkeypatch.setattr(first_look, "run_checks", envcheck.run_checks)
+    monkeypatch.setattr(first_look, "load_project", lambda: chosen)
+    hook = envcheck.format_findings(envcheck.run_checks(context="hook"))  # as the hook prints
+    assert first_look.main([]) == 0
+    first = capsys.readouterr().out
+
+    assert numbered_fixes(summary), summary
+    assert numbered_fixes(verbose) == numbered_fixes(summary), verbose
+    for before_torch in (hook, first):
+        expected = [(number, [area for area in names if area not in WITH_TORCH], words)
+                    for number, names, words in numbered_fixes(summary)]  # fmt: skip
+        assert numbered_fixes(before_torch) == [fix for fix in expected if fix[1]], before_torch
+    assert hook.strip() in first  # the hook prints what the first look prints

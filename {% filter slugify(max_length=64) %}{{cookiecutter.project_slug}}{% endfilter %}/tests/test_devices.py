@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from {{ cookiecutter.package_name }}.machinery import devices
+from {{ cookiecutter.package_name }}.machinery import devices, discovery
 from {{ cookiecutter.package_name }}.machinery import directml_probe as dml_probe
 
 CPU = torch.device("cpu")
@@ -106,19 +106,23 @@ LIBD3D12 = OSError("libd3d12.so: cannot open shared object file: No such file or
 
 
 @pytest.mark.parametrize(
-    "error, expected",
+    "error, expected, code",
     [
-        (LIBD3D12, "OSError: libd3d12.so: cannot open shared object file"),
-        (ImportError("DLL load failed while importing torch_directml_native"), "ImportError: DLL"),
-        (RuntimeError("Unknown error -2107306512"), "RuntimeError: Unknown error -2107306512"),
+        (LIBD3D12, "OSError: libd3d12.so: cannot open shared object file",
+         discovery.LIBRARY_MISSING),
+        (ImportError("DLL load failed while importing torch_directml_native"), "ImportError: DLL",
+         discovery.LOAD_FAILED),
+        (RuntimeError("Unknown error -2107306512"), "RuntimeError: Unknown error -2107306512",
+         discovery.LOAD_FAILED),
     ],
-)
-def test_directml_that_fails_to_load_falls_back_to_cpu_with_the_reason(error, expected):
+)  # fmt: skip
+def test_directml_that_fails_to_load_falls_back_to_cpu_with_the_reason(error, expected, code):
     found = discovery_with(directml_probe(error=error))
     assert devices.choose("auto", found).kind == "cpu"
     (missing,) = [u for u in found.unavailable if u.kind == "directml"]
     assert missing.reason.startswith("torch_directml failed to load: ")
     assert expected in missing.reason
+    assert (missing.code, missing.detail) == (code, f"{type(error).__name__}: {error}")
     assert "\n" not in missing.reason
     assert missing in found.warnings()  # installed but broken: worth a line at start-up
 
@@ -130,12 +134,14 @@ def test_is_available_raising_is_a_reason_not_a_crash():
     found = discovery_with(directml_probe(fake))
     assert [o.kind for o in found.options] == ["cpu"]
     assert "Unknown error -2107306512" in found.unavailable[0].reason
+    assert found.unavailable[0].code == discovery.INIT_FAILED
 
 
 def test_no_adapter_is_a_reason():
     found = discovery_with(directml_probe(FakeDirectML([], available=False)))
     assert [o.kind for o in found.options] == ["cpu"]
     assert "is_available() is False" in found.unavailable[0].reason
+    assert found.unavailable[0].code == discovery.NO_DEVICE
 
 
 def test_adapter_that_fails_the_smoke_test_is_skipped_and_the_other_used():
@@ -145,6 +151,7 @@ def test_adapter_that_fails_the_smoke_test_is_skipped_and_the_other_used():
     assert (option.kind, option.index, option.name) == ("directml", 1, "Intel(R) UHD Graphics 630")
     (failed,) = found.unavailable
     assert failed.reason.startswith("directml:0 (NVIDIA GeForce GTX 1060) failed a smoke test")
+    assert failed.code == discovery.SMOKE_FAILED
     with pytest.raises(devices.DeviceNotAvailable, match="failed a smoke test"):
         devices.choose("directml:0", found)
 
@@ -290,29 +297,32 @@ def fake_torch_directml(tmp_path, monkeypatch):
 
 def test_child_probe_reports_an_import_failure(fake_torch_directml, child_limit):
     fake_torch_directml("oserror")
-    reason = dml_probe._probe_directml_in_child(timeout=child_limit)
-    assert reason.startswith("torch_directml failed to load: OSError: libd3d12.so")
+    failed = dml_probe._probe_directml_in_child(timeout=child_limit)
+    assert failed.reason.startswith("torch_directml failed to load: OSError: libd3d12.so")
+    assert failed.code == discovery.LIBRARY_MISSING
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="os.abort opens an error dialog on Windows")
 def test_child_probe_survives_a_crash(fake_torch_directml, child_limit):
     fake_torch_directml("crash")
-    reason = dml_probe._probe_directml_in_child(timeout=child_limit)
-    assert reason.startswith("the DirectML check crashed (exit code ")
+    failed = dml_probe._probe_directml_in_child(timeout=child_limit)
+    assert failed.reason.startswith("the DirectML check crashed (exit code ")
+    assert failed.code == discovery.CHECK_FAILED
 
 
 @pytest.mark.slow
 def test_child_probe_gives_up_on_a_hang(fake_torch_directml):
     fake_torch_directml("hang")
-    reason = dml_probe._probe_directml_in_child(timeout=2)
-    assert "did not finish within 2 s" in reason
+    failed = dml_probe._probe_directml_in_child(timeout=2)
+    assert "did not finish within 2 s" in failed.reason
 
 
 @pytest.mark.slow
 def test_child_probe_reports_is_available_raising(fake_torch_directml, child_limit):
     fake_torch_directml("raising")
-    reason = dml_probe._probe_directml_in_child(timeout=child_limit)
-    assert reason == "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
+    failed = dml_probe._probe_directml_in_child(timeout=child_limit)
+    expected = "torch_directml.is_available() failed: RuntimeError: Unknown error -2107306512"
+    assert (failed.reason, failed.code) == (expected, discovery.INIT_FAILED)
 
 
 # ------------------------------------------------------------------- Intel XPU and AMD ROCm
@@ -479,8 +489,21 @@ def test_a_gpu_stack_whose_driver_fails_is_a_reason_not_a_crash(gpu_torch, kind)
         gpu_torch(xpu=FakeGpuApi([], available=error))
     found = devices.discover(probes=[devices.probe_cuda, devices.probe_xpu, devices.probe_cpu])
     assert devices.choose("auto", found).kind == "cpu"
-    (reason,) = [u.reason for u in found.unavailable if expected in u.reason]
-    assert str(error) in reason
+    (missing,) = [u for u in found.unavailable if expected in u.reason]
+    assert str(error) in missing.reason
+    assert (missing.code, missing.detail) == (discovery.INIT_FAILED, f"RuntimeError: {error}")
+
+
+@pytest.mark.parametrize(
+    ("hip", "code"), [(None, discovery.NO_DEVICE), ("7.2.26015", discovery.NO_ROCM_DEVICE)]
+)
+def test_a_gpu_stack_that_sees_no_gpu_says_which_runtime_saw_none(gpu_torch, hip, code):
+    """The doctor names the variables that hide GPUs from this runtime by the code alone."""
+    gpu_torch(cuda=FakeGpuApi([]), hip=hip)
+    found = devices.discover(probes=[devices.probe_cuda, devices.probe_cpu])
+    (missing,) = found.unavailable
+    assert (missing.kind, missing.code, missing.installed) == ("cuda", code, False)
+    assert missing.reason == f"torch has {'ROCm' if hip else 'CUDA'} support but sees no GPU"
 
 
 # ------------------------------------------------------------------ names from the drivers

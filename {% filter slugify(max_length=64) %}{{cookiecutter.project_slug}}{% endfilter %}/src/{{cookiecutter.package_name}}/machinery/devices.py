@@ -30,6 +30,12 @@ from . import this_project
 from .cli import DEVICE_CHOICES, DEVICE_REQUEST
 from .directml_probe import directml_missing_reason, probe_directml
 from .discovery import (
+    CHECK_FAILED,
+    INIT_FAILED,
+    NO_DEVICE,
+    NO_ROCM_DEVICE,
+    NOT_BUILT,
+    SMOKE_FAILED,
     DeviceNotAvailable,
     DeviceOption,
     Discovery,
@@ -75,9 +81,9 @@ def _each_gpu(
             name = clean_name(name_of(index))
             smoke_test(device)
         except Exception as error:
-            unavailable.append(
-                Unavailable(kind, f"{kind}:{index} failed a smoke test: {one_line(error)}")
-            )
+            detail = one_line(error)
+            reason = f"{kind}:{index} failed a smoke test: {detail}"
+            unavailable.append(Unavailable(kind, reason, True, SMOKE_FAILED, detail))
             continue
         options.append(
             DeviceOption(kind, index, name, device, {**(details or {}), "float64": True})
@@ -112,13 +118,18 @@ def best_rocm_gpu_first(
 def probe_cuda() -> tuple[list[DeviceOption], list[Unavailable]]:
     backend = "ROCm" if getattr(torch.version, "hip", None) else "CUDA"
     if not torch.backends.cuda.is_built() and backend == "CUDA":
-        return [], [Unavailable("cuda", "this torch build has no CUDA or ROCm support", False)]
+        reason = "this torch build has no CUDA or ROCm support"
+        return [], [Unavailable("cuda", reason, False, NOT_BUILT)]
     try:
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception as error:  # a broken driver raises here
-        return [], [Unavailable("cuda", f"{backend} failed to initialise: {one_line(error)}")]
+        detail = one_line(error)
+        reason = f"{backend} failed to initialise: {detail}"
+        return [], [Unavailable("cuda", reason, True, INIT_FAILED, detail)]
     if count == 0:
-        return [], [Unavailable("cuda", f"torch has {backend} support but sees no GPU", False)]
+        reason = f"torch has {backend} support but sees no GPU"
+        code = NO_ROCM_DEVICE if backend == "ROCm" else NO_DEVICE
+        return [], [Unavailable("cuda", reason, False, code)]
     found = _each_gpu("cuda", count, torch.cuda.get_device_name, {"backend": backend})
     return best_rocm_gpu_first(found[0], torch.cuda.get_device_properties), found[1]
 
@@ -128,11 +139,12 @@ def probe_xpu() -> tuple[list[DeviceOption], list[Unavailable]]:
     try:
         count = xpu.device_count() if xpu is not None and xpu.is_available() else 0
     except Exception as error:
-        return [], [Unavailable("xpu", f"Intel XPU failed to initialise: {one_line(error)}")]
+        detail = one_line(error)
+        reason = f"Intel XPU failed to initialise: {detail}"
+        return [], [Unavailable("xpu", reason, True, INIT_FAILED, detail)]
     if count == 0:
-        return [], [
-            Unavailable("xpu", "no Intel XPU (needs Intel's torch build, 2.5 or later)", False)
-        ]
+        reason = "no Intel XPU (needs Intel's torch build, 2.5 or later)"
+        return [], [Unavailable("xpu", reason, False, NO_DEVICE)]
     get_name = getattr(xpu, "get_device_name", None) or (lambda index: f"Intel XPU {index}")
     return _each_gpu("xpu", count, get_name)
 
@@ -142,14 +154,18 @@ def probe_mps() -> tuple[list[DeviceOption], list[Unavailable]]:
     try:
         available = mps is not None and mps.is_available()
     except Exception as error:
-        return [], [Unavailable("mps", f"Apple MPS failed to initialise: {one_line(error)}")]
+        detail = one_line(error)
+        reason = f"Apple MPS failed to initialise: {detail}"
+        return [], [Unavailable("mps", reason, True, INIT_FAILED, detail)]
     if not available:
-        return [], [Unavailable("mps", "no Apple MPS (Apple silicon Macs only)", False)]
+        return [], [Unavailable("mps", "no Apple MPS (Apple silicon Macs only)", False, NO_DEVICE)]
     device = torch.device("mps")
     try:
         smoke_test(device)
     except Exception as error:
-        return [], [Unavailable("mps", f"mps failed a smoke test: {one_line(error)}")]
+        detail = one_line(error)
+        reason = f"mps failed a smoke test: {detail}"
+        return [], [Unavailable("mps", reason, True, SMOKE_FAILED, detail)]
     return [DeviceOption("mps", None, "Apple GPU (Metal)", device, {"float64": False})], []
 
 
@@ -181,7 +197,9 @@ def discover(probes: Sequence[Probe] | None = None) -> Discovery:
         try:
             found, missing = probe()
         except Exception as error:
-            found, missing = [], [Unavailable(kind, f"the {kind} check failed: {one_line(error)}")]
+            detail = one_line(error)
+            reason = f"the {kind} check failed: {detail}"
+            found, missing = [], [Unavailable(kind, reason, True, CHECK_FAILED, detail)]
         options.extend(found)
         unavailable.extend(missing)
     if not any(o.kind == "cpu" for o in options):  # the CPU is always there

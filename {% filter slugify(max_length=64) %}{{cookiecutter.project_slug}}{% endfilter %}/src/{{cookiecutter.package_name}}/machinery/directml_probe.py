@@ -25,7 +25,19 @@ from typing import Any, Callable
 import torch
 
 from . import this_project
-from .discovery import DeviceOption, Unavailable, one_line, smoke_test
+from .discovery import (
+    CHECK_FAILED,
+    INIT_FAILED,
+    LIBRARY_MISSING,
+    LOAD_FAILED,
+    NO_DEVICE,
+    NOT_INSTALLED,
+    SMOKE_FAILED,
+    DeviceOption,
+    Unavailable,
+    one_line,
+    smoke_test,
+)
 from .terminal_text import clean_name
 
 DIRECTML_PIP = "torch-directml==0.2.5.dev240914"
@@ -65,7 +77,26 @@ def _import_torch_directml() -> Any:
     return importlib.import_module("torch_directml")
 
 
-# The child process: import torch_directml, count and smoke-test the adapters, print JSON.
+def load_failure(detail: str) -> Unavailable:
+    """torch_directml that raised on import: a missing Direct3D 12 library (libd3d12.so,
+    libdxcore.so: Linux outside WSL2) or anything else."""
+    missing = "libd3d12" in detail or "libdxcore" in detail
+    code = LIBRARY_MISSING if missing else LOAD_FAILED
+    return Unavailable("directml", f"torch_directml failed to load: {detail}", True, code, detail)
+
+
+def init_failure(detail: str) -> Unavailable:
+    reason = f"torch_directml.is_available() failed: {detail}"
+    return Unavailable("directml", reason, True, INIT_FAILED, detail)
+
+
+def not_available() -> Unavailable:
+    reason = "torch_directml.is_available() is False: no DirectX 12 GPU or driver"
+    return Unavailable("directml", reason, True, NO_DEVICE)
+
+
+# The child process: import torch_directml, count and smoke-test the adapters, print JSON
+# ("stage": where it failed, "detail": the error).
 _CHILD_CODE = """
 import json, sys
 sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # no stray torch_directml.py from cwd
@@ -81,16 +112,16 @@ try:
     import torch_directml as dml  # first: a broken install fails before torch is loaded
     import torch
 except BaseException as error:
-    out["reason"] = "torch_directml failed to load: " + line(error)
+    out["stage"], out["detail"] = "load", line(error)
 else:
     try:
         available = dml.is_available()
         count = dml.device_count() if available else 0
     except BaseException as error:
-        available, out["reason"] = False, "torch_directml.is_available() failed: " + line(error)
+        available, out["stage"], out["detail"] = False, "init", line(error)
     else:
         if not available:
-            out["reason"] = "torch_directml.is_available() is False: no DirectX 12 GPU or driver"
+            out["stage"] = "unavailable"
     if available:
         for i in range(count):  # a crash here is what the child is for; errors are per adapter
             try:
@@ -104,13 +135,13 @@ print("DIRECTML-PROBE " + json.dumps(out))
 
 
 @functools.lru_cache(maxsize=1)
-def _directml_child_verdict() -> str | None:
+def _directml_child_verdict() -> Unavailable | None:
     """The child's verdict, once per process: the machine does not change while we run."""
     return _probe_directml_in_child()
 
 
-def _probe_directml_in_child(timeout: float = DIRECTML_PROBE_TIMEOUT_S) -> str | None:
-    """None when torch_directml imports and computes in a child process, else the reason.
+def _probe_directml_in_child(timeout: float = DIRECTML_PROBE_TIMEOUT_S) -> Unavailable | None:
+    """None when torch_directml imports and computes in a child process, else why not.
     The child gets a hard time limit: a hung driver never hangs us. Not ``subprocess.run``'s
     timeout: on Windows it kills the child, then waits without a limit for pipes that a
     grandchild may still hold open."""
@@ -124,20 +155,30 @@ def _probe_directml_in_child(timeout: float = DIRECTML_PROBE_TIMEOUT_S) -> str |
             creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
         )
     except (OSError, ValueError) as error:
-        return f"could not start the DirectML check: {one_line(error)}"
+        detail = one_line(error)
+        reason = f"could not start the DirectML check: {detail}"
+        return Unavailable("directml", reason, True, CHECK_FAILED, detail)
     try:
         out, err = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         child.kill()
         with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError):
             child.communicate(timeout=2)  # a grandchild holding the pipes is not waited for
-        return f"the DirectML check did not finish within {timeout:.0f} s (driver hang?)"
+        reason = f"the DirectML check did not finish within {timeout:.0f} s (driver hang?)"
+        return Unavailable("directml", reason, True, CHECK_FAILED)
     for line in out.decode("utf-8", errors="replace").splitlines():
         if line.startswith("DIRECTML-PROBE "):
             result = json.loads(line[len("DIRECTML-PROBE ") :])
-            return None if result.get("ok") else str(result.get("reason", "unknown reason"))
+            if result.get("ok"):
+                return None
+            stage, detail = result.get("stage"), str(result.get("detail", ""))
+            if stage == "load":
+                return load_failure(detail)
+            return init_failure(detail) if stage == "init" else not_available()
     tail = " ".join(err.decode("utf-8", errors="replace").split())[-300:]
-    return f"the DirectML check crashed (exit code {child.returncode}){': ' + tail if tail else ''}"
+    reason = f"the DirectML check crashed (exit code {child.returncode})"
+    reason += f": {tail}" if tail else ""
+    return Unavailable("directml", reason, True, CHECK_FAILED, tail)
 
 
 def directml_has_wheels(system: str | None = None, machine: str | None = None) -> bool:
@@ -194,47 +235,39 @@ def probe_directml(
     """
     if load is None:
         if importlib.util.find_spec("torch_directml") is None:
-            return [], [Unavailable("directml", directml_missing_reason(), False)]
+            reason = directml_missing_reason()
+            return [], [Unavailable("directml", reason, False, NOT_INSTALLED)]
         load = _import_torch_directml
         if ISOLATE_DIRECTML_PROBE if isolate is None else isolate:
-            reason = _directml_child_verdict()
-            if reason is not None:
-                return [], [Unavailable("directml", reason)]
+            failed = _directml_child_verdict()
+            if failed is not None:
+                return [], [failed]
     try:
         dml = load()
     except Exception as error:  # ImportError, OSError (libd3d12.so), RuntimeError, ...
-        return [], [Unavailable("directml", f"torch_directml failed to load: {one_line(error)}")]
+        return [], [load_failure(one_line(error))]
     try:
         if not dml.is_available():
-            return [], [
-                Unavailable(
-                    "directml",
-                    "torch_directml.is_available() is False: no DirectX 12 GPU or driver",
-                )
-            ]
+            return [], [not_available()]
         count = int(dml.device_count())
     except Exception as error:  # is_available() raises RuntimeError on some machines
-        return [], [
-            Unavailable("directml", f"torch_directml.is_available() failed: {one_line(error)}")
-        ]
+        return [], [init_failure(one_line(error))]
     options, unavailable = [], []
     for index in range(count):
         try:
             name = clean_name(dml.device_name(index)) or f"DirectML adapter {index}"
         except Exception as error:
-            unavailable.append(
-                Unavailable("directml", f"directml:{index}: no name: {one_line(error)}")
-            )
+            detail = one_line(error)
+            reason = f"directml:{index}: no name: {detail}"
+            unavailable.append(Unavailable("directml", reason, True, SMOKE_FAILED, detail))
             continue
         try:
             device = dml.device(index)
             smoke(device)
         except Exception as error:
-            unavailable.append(
-                Unavailable(
-                    "directml", f"directml:{index} ({name}) failed a smoke test: {one_line(error)}"
-                )
-            )
+            detail = one_line(error)
+            reason = f"directml:{index} ({name}) failed a smoke test: {detail}"
+            unavailable.append(Unavailable("directml", reason, True, SMOKE_FAILED, detail))
             continue
         try:
             float64 = bool(dml.has_float64_support(index))
@@ -243,6 +276,7 @@ def probe_directml(
         details = {"float64": float64, "adapter_rank": adapter_rank(name)}
         options.append(DeviceOption("directml", index, name, device, details))
     if count == 0:
-        unavailable.append(Unavailable("directml", "torch_directml sees no DirectX 12 adapter"))
+        reason = "torch_directml sees no DirectX 12 adapter"
+        unavailable.append(Unavailable("directml", reason, True, NO_DEVICE))
     options.sort(key=lambda o: (-o.details["adapter_rank"], o.index))
     return options, unavailable

@@ -30,15 +30,44 @@ class DeviceOption:
         return f"{self.label} ({self.name})"
 
 
+# Why a backend cannot be used, as a code beside the reason's words. The doctor (gpu_doctor)
+# chooses its advice by the code alone, so the words are free to change; docs/report.md lists
+# the codes as the --json report's "unavailable" entries carry them.
+NOT_INSTALLED = "not-installed"  # the backend's package is not installed (torch-directml)
+NOT_BUILT = "not-built"  # this torch build has no support for it (a CPU-only torch: no CUDA)
+NO_DEVICE = "no-device"  # the backend works but sees no GPU
+NO_ROCM_DEVICE = "no-rocm-device"  # a ROCm build of torch works but sees no GPU
+LIBRARY_MISSING = "library-missing"  # a system library it loads is missing (libd3d12.so)
+LOAD_FAILED = "load-failed"  # its module failed to import for another reason
+INIT_FAILED = "init-failed"  # it raised while starting or counting its GPUs (a broken driver)
+SMOKE_FAILED = "smoke-failed"  # a device failed the smoke test (or could not be named)
+CHECK_FAILED = "check-failed"  # the check itself failed, hung or crashed
+REASON_CODES = (
+    NOT_INSTALLED,
+    NOT_BUILT,
+    NO_DEVICE,
+    NO_ROCM_DEVICE,
+    LIBRARY_MISSING,
+    LOAD_FAILED,
+    INIT_FAILED,
+    SMOKE_FAILED,
+    CHECK_FAILED,
+)
+
+
 @dataclass
 class Unavailable:
-    """A backend (or one adapter of it) that cannot be used here, and why, in one line."""
+    """A backend (or one adapter of it) that cannot be used here, and why: ``reason`` in one
+    line for people, ``code`` (REASON_CODES) for programs."""
 
     kind: str
     reason: str
     # False when the backend is simply absent from this install (a CPU-only torch has no
     # CUDA): worth listing in a doctor's report, not worth a warning at every start.
     installed: bool = True
+    code: str = CHECK_FAILED
+    # The error the backend raised, as it said it ("RuntimeError: HIP error: ..."); "" if none.
+    detail: str = ""
 
 
 @dataclass
