@@ -32,8 +32,9 @@ VARIANTS = {
     "hostile-name": {"project_name": HOSTILE_NAME},
 }
 CONSOLES = {"cp1252": "en_US.UTF-8", "cp936": "zh_CN.UTF-8"}
-BAKE_TIMEOUT = 180
-TORCH_TIMEOUT = 400  # a cold `import torch` takes 25-45 s under Wine
+# Each limit catches a hang, never slowness: a busy 2-core machine runs Wine several times slower.
+BAKE_TIMEOUT = 900
+TORCH_TIMEOUT = 1200  # a cold `import torch` takes 25-45 s under Wine on a quiet machine
 VERIFY_GOAL_S = 90  # a few seconds of checks, plus Wine start-up and a cold torch import (25-45 s)
 SUITE_TIMEOUT = 2400
 SUITE_CHILD_SCALE = "2"  # the generated tests' TEST_TIMEOUT_SCALE: 600 s per child Python

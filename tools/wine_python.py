@@ -64,7 +64,7 @@ PREFIX_SETTINGS = (
 
 PIP_TIMEOUT = 1800
 WINEBOOT_TIMEOUT = 300
-DEFAULT_TIMEOUT = 300
+DEFAULT_TIMEOUT = 900  # a hang guard, not a speed check (a busy machine is slow)
 
 
 # `python.exe -m pytest ARGS`, with Wine's desktop started first by pytest itself. Wine starts
