@@ -35,7 +35,6 @@ CONSOLES = {"cp1252": "en_US.UTF-8", "cp936": "zh_CN.UTF-8"}
 # Each limit catches a hang, never slowness: a busy 2-core machine runs Wine several times slower.
 BAKE_TIMEOUT = 900
 TORCH_TIMEOUT = 1200  # a cold `import torch` takes 25-45 s under Wine on a quiet machine
-VERIFY_GOAL_S = 90  # a few seconds of checks, plus Wine start-up and a cold torch import (25-45 s)
 SUITE_TIMEOUT = 2400
 SUITE_CHILD_SCALE = "2"  # the generated tests' TEST_TIMEOUT_SCALE: 600 s per child Python
 # The generated suite's tests that cannot pass under Wine, each with the Wine limit behind it.
@@ -324,7 +323,6 @@ def test_verify_install_reports_the_real_directml_failure_with_its_exit_code(win
     assert report["chosen"]["kind"] == "cpu"
     assert "DLL load failed while importing torch_directml_native" in directml["reason"]
     assert report["packages"]["torch-directml"]["installed"] == "0.2.5.dev240914"
-    assert result.seconds < VERIFY_GOAL_S, f"{result.seconds:.1f} s"
     print(f"\nverify_install under Wine: exit {result.returncode} in {result.seconds:.1f} s")
 
 
