@@ -402,7 +402,7 @@ def test_default_project_needs_no_answers(bake, monkeypatch):
 
     assert baked.ok
     assert not list(baked.path.rglob("__pycache__"))  # the hook's checks leave no bytecode
-    assert baked.path.name == "lenet-on-directml"
+    assert baked.path.name == "lenet-mnist"
     assert baked.json("src/gpu_doctor/project.json")["accelerator"] == "directml"
 
 
@@ -436,6 +436,6 @@ def test_the_readme_tree_names_only_what_a_default_bake_has(bake_once):
         depth = len(match.group(1)) // 4
         folders[depth:] = [match.group(2).rstrip(",/")]
         named.append("/".join(folders))
-    assert "src/lenet_on_directml/train.py" in named and "src/gpu_doctor" in named
+    assert "src/lenet_mnist/train.py" in named and "src/gpu_doctor" in named
     for path in named:
         assert (baked.path / path).exists(), f"the README's tree names {path}, which is not baked"
