@@ -66,7 +66,6 @@ ALWAYS = {
     "src/{pkg}/machinery/devices.py",
     "src/{pkg}/machinery/directml_probe.py",
     "src/{pkg}/machinery/distributed.py",
-    "src/{pkg}/machinery/epoch_meter.py",
     "src/{pkg}/machinery/npu.py",
     "src/{pkg}/machinery/onnx_runtime.py",
     "src/{pkg}/machinery/directml_ops.txt",
@@ -112,6 +111,7 @@ ALWAYS = {
     "tests/test_onnx_metadata.py",
     "tests/test_onnx_npu.py",
     "tests/test_loop_faults.py",
+    "tests/test_loop_on_screen.py",
     "tests/test_output_lock.py",
     "tests/test_package_stands_alone.py",
     "tests/test_plot_fonts.py",
@@ -313,7 +313,7 @@ def test_default_project_needs_no_answers(bake, monkeypatch):
 
     assert baked.ok
     assert not list(baked.path.rglob("__pycache__"))  # the hook's checks leave no bytecode
-    assert baked.path.name == "lenet-on-directml"
+    assert baked.path.name == "lenet-mnist"
     assert baked.json("environments/project.json")["accelerator"] == "directml"
 
 
@@ -347,6 +347,6 @@ def test_the_readme_tree_names_only_what_a_default_bake_has(bake_once):
         depth = len(match.group(1)) // 4
         folders[depth:] = [match.group(2).rstrip(",/")]
         named.append("/".join(folders))
-    assert "src/lenet_on_directml/train.py" in named and "doctor.pyz" in named
+    assert "src/lenet_mnist/train.py" in named and "doctor.pyz" in named
     for path in named:
         assert (baked.path / path).exists(), f"the README's tree names {path}, which is not baked"

@@ -121,7 +121,7 @@ def test_a_rebake_with_f_keeps_the_users_own_files_that_the_new_answers_leave_ou
     out = tmp_path / "projects"
     first = cookiecutter_cli("--no-input", str(TEMPLATE_DIR), "-o", str(out), home=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
-    project = out / "lenet-on-directml"
+    project = out / "lenet-mnist"
     mine = {  # made by the user: a workflow of their own, and files this bake's answers prune
         ".github/workflows/release.yml": "name: release\n",
         ".vscode/settings.json": '{"editor.fontSize": 15}\n',

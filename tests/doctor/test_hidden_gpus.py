@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from lenet_on_directml.machinery import devices, discovery  # the default project's (conftest.py)
+from lenet_mnist.machinery import devices, discovery  # the default project's (conftest.py)
 
 from gpu_doctor import visible_devices
 from gpu_doctor.findings import WARN

@@ -2,7 +2,7 @@
 
 The device list is replaced with ``devices.Discovery`` objects describing other machines; a
 "DirectML adapter" there is a CPU device in disguise, so the smoke test, the training step
-and the timing run for real, with the default project's package (lenet_on_directml: conftest.py
+and the timing run for real, with the default project's package (lenet_mnist: conftest.py
 bakes it). The project runs the real thing end to end (its tests/test_verify_install.py).
 """
 
@@ -27,11 +27,11 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from lenet_on_directml import (  # the default project's package (conftest.py)
+from lenet_mnist import (  # the default project's package (conftest.py)
     model,
     train,
 )
-from lenet_on_directml.machinery import (
+from lenet_mnist.machinery import (
     devices,
     directml_probe,
     discovery,

@@ -44,7 +44,6 @@ from {{ cookiecutter.package_name }}.datasets import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
-    optim,
     stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -58,7 +57,7 @@ TUTORIAL_LOG_INTERVAL = 10
 def make_model(device: torch.device):
     torch.manual_seed(0)  # the same initial weights for every loop
     model = to_device(LeNet5(), device)  # channels-last on the CPU, as in training
-    optimizer = optim.build_optimizer("sgd", model.parameters(), 0.01, device.type)
+    optimizer = train.build_optimizer("sgd", model.parameters(), 0.01, device.type)
     return model, optimizer
 
 

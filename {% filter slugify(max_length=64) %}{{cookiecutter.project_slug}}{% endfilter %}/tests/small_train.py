@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from {{ cookiecutter.package_name }} import data, train
-from {{ cookiecutter.package_name }}.machinery import distributed
+from {{ cookiecutter.package_name }}.machinery import distributed, run_folders
 
 
 def wrap_steps(delay: float, kill_at: str) -> None:
@@ -44,7 +44,7 @@ def wrap_steps(delay: float, kill_at: str) -> None:
 
 
 def finish_late(delay: float) -> None:
-    finish = train.finish
+    finish = run_folders.finish  # the end of a run: the test result, the files, their list
 
     def late_finish(*args):
         result = finish(*args)
@@ -54,7 +54,7 @@ def finish_late(delay: float) -> None:
                 (Path(os.environ["EXIT_FOLDER"]) / f"finished-{os.getpid()}").touch()
         return result
 
-    train.finish = late_finish
+    run_folders.finish = late_finish
 
 
 def mark_exit(folder: str) -> None:

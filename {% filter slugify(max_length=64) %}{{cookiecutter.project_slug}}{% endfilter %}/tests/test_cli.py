@@ -125,7 +125,7 @@ def edited_checkpoint(trained_run, folder, edit):
     edit(state)
     for key in ("format", "version"):
         state.pop(key)
-    checkpoints.save_checkpoint(state, folder / "last.pt")
+    train.save_checkpoint(state, folder / "last.pt")
 
 
 EDITS = {

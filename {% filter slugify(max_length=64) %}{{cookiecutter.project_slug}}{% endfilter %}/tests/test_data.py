@@ -10,6 +10,7 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.datasets import (
     mnist,
+    synthetic,
 )
 
 
@@ -45,6 +46,53 @@ def test_fewer_synthetic_digits_than_classes(n):
     assert split.images.shape == (n, 1, 28, 28)
     assert len(set(split.labels.tolist())) == n  # one of each drawn digit, each with ink
     assert all(image.max() > 0 for image in split.images)
+
+
+def test_synthetic_digits_are_drawn_once_then_read_from_the_data_folder(tmp_path, monkeypatch):
+    drawn = data.synthetic_digits(300, seed=21, data_dir=tmp_path)
+    kept = tmp_path / "synthetic" / "digits-300-seed21.pt"
+    assert kept.is_file()
+
+    def no_drawing(n, seed):
+        raise AssertionError("drawn again although a good file is kept")
+
+    monkeypatch.setattr(synthetic, "_cached", no_drawing)
+    again = data.synthetic_digits(300, seed=21, data_dir=tmp_path)
+    assert torch.equal(again.images, drawn.images) and torch.equal(again.labels, drawn.labels)
+
+
+def _truncated(path):
+    path.write_bytes(path.read_bytes()[:1000])
+
+
+def _other_code(path):  # a file of an older synthetic.py, or another torch
+    torch.save({**torch.load(path, weights_only=True), "maker": "0" * 64}, path)
+
+
+def _other_pixels(path):  # the maker's mark intact, the images changed
+    state = torch.load(path, weights_only=True)
+    state["images"][0, 0, 14, 14] ^= 255
+    torch.save(state, path)
+
+
+@pytest.mark.parametrize("damage", [_truncated, _other_code, _other_pixels])
+def test_a_damaged_or_stale_kept_file_is_drawn_again_never_trusted(tmp_path, damage):
+    fresh = data.synthetic_digits(300, seed=22)
+    data.synthetic_digits(300, seed=22, data_dir=tmp_path)
+    kept = tmp_path / "synthetic" / "digits-300-seed22.pt"
+    damage(kept)
+    read = data.synthetic_digits(300, seed=22, data_dir=tmp_path)
+    assert torch.equal(read.images, fresh.images) and torch.equal(read.labels, fresh.labels)
+    state = torch.load(kept, weights_only=True)  # replaced by a good file
+    assert torch.equal(state["images"], fresh.images)
+
+
+def test_a_data_folder_that_cannot_be_written_only_means_drawing_again(tmp_path):
+    blocker = tmp_path / "data"
+    blocker.write_text("a file where the folder should be", encoding="utf-8")
+    split = data.synthetic_digits(50, seed=23, data_dir=blocker)
+    assert torch.equal(split.images, data.synthetic_digits(50, seed=23).images)
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
 
 
 def test_synthetic_dataset_is_labelled_and_split(tiny_dataset):

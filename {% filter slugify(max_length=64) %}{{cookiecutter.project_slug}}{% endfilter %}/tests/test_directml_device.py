@@ -34,12 +34,12 @@ from {{ cookiecutter.package_name }}.machinery import (
     devices,
     stopping,
 )
-from {{ cookiecutter.package_name }}.machinery.optim import (
-    build_optimizer,
-)
 from {{ cookiecutter.package_name }}.model import (
     LeNet5,
     to_device,
+)
+from {{ cookiecutter.package_name }}.train import (
+    build_optimizer,
 )
 
 FALLBACK = "will fall back to run on the CPU"
@@ -181,7 +181,7 @@ def test_torch_adam_falls_back_to_the_cpu_so_the_project_has_its_own(dml, child_
 def test_a_checkpoint_of_directml_tensors_loads_on_the_cpu_and_on_directml(dml, batch, tmp_path):
     _, on_device = models(dml)
     path = tmp_path / "last.pt"
-    checkpoints.save_checkpoint({"model": on_device.state_dict()}, path)
+    train.save_checkpoint({"model": on_device.state_dict()}, path)
     state = checkpoints.load_checkpoint(path)  # map_location="cpu", weights_only=True
     on_cpu = LeNet5()
     checkpoints.restore_module(on_cpu, state["model"], path)

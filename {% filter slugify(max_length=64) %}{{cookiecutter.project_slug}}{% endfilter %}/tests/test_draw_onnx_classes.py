@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from {{ cookiecutter.package_name }} import draw, export
+from {{ cookiecutter.package_name }} import draw, export, train
 from {{ cookiecutter.package_name }}.machinery import checkpoints
 
 pytestmark = pytest.mark.skipif(
@@ -20,10 +20,11 @@ pytestmark = pytest.mark.skipif(
 
 def _exported_with_classes(trained_run, folder, classes):
     """The trained run's model exported as if it had learned a folder of ``classes``."""
-    state = checkpoints.Checkpoint.load(trained_run / "best.pt")
-    state.config = {**state.config, "dataset": "folder:/photos/shapes"}
-    state.data_split = {"classes": classes}
-    state.save(folder / "best.pt")
+    saved = checkpoints.load_checkpoint(trained_run / "best.pt")
+    saved["config"] = {**saved["config"], "dataset": "folder:/photos/shapes"}
+    saved["data_split"] = {"classes": classes}
+    train.save_checkpoint(saved, folder / "best.pt")
+    state = checkpoints.Checkpoint.load(folder / "best.pt")
     export.export(state, folder / "best.pt", folder / export.ONNX_NAME)
     return folder / export.ONNX_NAME
 

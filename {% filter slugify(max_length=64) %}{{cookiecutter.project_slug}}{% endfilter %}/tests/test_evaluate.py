@@ -12,6 +12,7 @@ import torch
 
 from {{ cookiecutter.package_name }} import (
     evaluate,
+    train,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
@@ -70,7 +71,7 @@ def mnist_checkpoint(trained_run, folder, data_dir):
     state = checkpoints.load_checkpoint(trained_run / "best.pt")
     state["config"]["dataset"] = "mnist"
     state["data_dir"] = str(data_dir)
-    checkpoints.save_checkpoint(state, folder / "best.pt")
+    train.save_checkpoint(state, folder / "best.pt")
     return folder / "best.pt"
 
 

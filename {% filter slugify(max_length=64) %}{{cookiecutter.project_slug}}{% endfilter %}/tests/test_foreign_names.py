@@ -11,6 +11,7 @@ from {{ cookiecutter.package_name }} import (
     draw,
     evaluate,
     export,
+    train,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
@@ -51,7 +52,7 @@ def test_the_names_in_a_checkpoints_model_are_shown_escaped(
     state = checkpoints.load_checkpoint(trained_run / "best.pt")
     state["model"][HOSTILE] = torch.zeros(1)  # a model of another shape than LeNet-5's
     checkpoint = tmp_path / "best.pt"
-    checkpoints.save_checkpoint(state, checkpoint)
+    train.save_checkpoint(state, checkpoint)
 
     for name, main in _commands():
         code = main(["--checkpoint", str(checkpoint)])

@@ -42,7 +42,7 @@ def copy_of_run(trained_run, folder, edit):
             edit(state)
         for key in ("format", "version"):
             state.pop(key)
-        checkpoints.save_checkpoint(state, folder / name)
+        train.save_checkpoint(state, folder / name)
     return {name: (folder / name).read_bytes() for name in (checkpoints.BEST, checkpoints.LAST)}
 
 
@@ -175,7 +175,7 @@ def test_a_checkpoint_that_does_not_fit_the_run_is_refused_before_the_first_step
 def test_damaged_entries_count_as_missing_and_say_why(tmp_path):
     """For evaluate, export and draw, which need the model, not the run's history."""
     state = {"model": {}, "epochs_done": -2, "history": ["x"], "config": {"epochs": 2}}
-    checkpoints.save_checkpoint(state, tmp_path / "last.pt")
+    train.save_checkpoint(state, tmp_path / "last.pt")
     loaded = checkpoints.Checkpoint.load(tmp_path / "last.pt")
     assert {"epochs_done", "history"} <= set(loaded.missing)
     assert loaded.problems["epochs_done"] == "epochs_done is -2, below 0"

@@ -41,20 +41,20 @@ def params():
 
 
 def test_sgd_for_directml_avoids_the_foreach_path():
-    optimizer = optim.build_optimizer("sgd", params(), 0.05, "privateuseone")
+    optimizer = train.build_optimizer("sgd", params(), 0.05, "privateuseone")
     group = optimizer.param_groups[0]
     assert isinstance(optimizer, torch.optim.SGD)
     assert group["foreach"] is False and group["nesterov"] is True and group["momentum"] == 0.9
-    assert group["weight_decay"] == optim.DEFAULT_WEIGHT_DECAY
+    assert group["weight_decay"] == train.TrainConfig.weight_decay
 
 
 def test_adam_for_directml_is_the_lerp_free_one():
     assert isinstance(
-        optim.build_optimizer("adam", params(), 1e-3, "privateuseone"), optim.LerpFreeAdam
+        train.build_optimizer("adam", params(), 1e-3, "privateuseone"), optim.LerpFreeAdam
     )
-    assert type(optim.build_optimizer("adam", params(), 1e-3, "cpu")) is torch.optim.Adam
+    assert type(train.build_optimizer("adam", params(), 1e-3, "cpu")) is torch.optim.Adam
     with pytest.raises(ValueError, match="unknown optimizer"):
-        optim.build_optimizer("rmsprop", params(), 1e-3, "cpu")
+        train.build_optimizer("rmsprop", params(), 1e-3, "cpu")
 
 
 def run_steps(model, optimizer, steps=5):
@@ -84,7 +84,7 @@ def test_lerp_free_adam_never_calls_lerp(monkeypatch):
 
     monkeypatch.setattr(torch.Tensor, "lerp_", no_lerp)
     model = LeNet5()
-    run_steps(model, optim.build_optimizer("adam", model.parameters(), 1e-3, "privateuseone"), 2)
+    run_steps(model, train.build_optimizer("adam", model.parameters(), 1e-3, "privateuseone"), 2)
     with pytest.raises(AssertionError, match="lerp"):  # the check can fail: torch's Adam does
         run_steps(model, torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False), 1)
 
@@ -103,7 +103,7 @@ def test_one_cycle_schedule_warms_up_then_anneals():
 def test_train_step_returns_sums_on_the_device_and_learns():
     torch.manual_seed(0)
     model = LeNet5()
-    optimizer = optim.build_optimizer("adam", model.parameters(), 0.003, "cpu")
+    optimizer = train.build_optimizer("adam", model.parameters(), 0.003, "cpu")
     split = data.synthetic_digits(100, seed=8)
     with torch.no_grad():
         expected = F.cross_entropy(

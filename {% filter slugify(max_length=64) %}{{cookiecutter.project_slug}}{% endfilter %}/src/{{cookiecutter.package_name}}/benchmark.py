@@ -38,9 +38,8 @@ from .machinery.cli import (
 )
 from .machinery.command_entry import command, write_err, write_out
 from .machinery.console import epoch_bar
-from .machinery.optim import build_optimizer
 from .model import LeNet5, to_device
-from .train import train_step
+from .train import build_optimizer, train_step
 
 DEFAULT_BATCHES = 200
 DEFAULT_WARMUP = 10

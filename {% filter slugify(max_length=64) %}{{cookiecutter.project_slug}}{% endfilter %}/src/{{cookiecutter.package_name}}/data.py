@@ -161,10 +161,11 @@ def split_off_validation(
     )
 
 
-def synthetic_digits(n: int, seed: int = synthetic.SEED) -> Split:
+def synthetic_digits(n: int, seed: int = synthetic.SEED, data_dir: Path | None = None) -> Split:
     """``n`` generated digits like MNIST's, the same for a given ``seed`` (see
-    ``datasets/synthetic.py``). Not MNIST: use it offline and in tests."""
-    return Split(*synthetic.digits(n, seed))
+    ``datasets/synthetic.py``; with ``data_dir``, kept there once drawn). Not MNIST: use it
+    offline and in tests."""
+    return Split(*synthetic.digits(n, seed, data_dir))
 
 
 def load_mnist(data_dir: Path, download: bool = True) -> tuple[Split, Split]:
@@ -178,16 +179,18 @@ def load_synthetic(
     train_size: int | None = None,
     test_size: int | None = None,
     seed: int = synthetic.SEED,
+    data_dir: Path | None = None,
 ) -> Dataset:
     """Synthetic train/validation/test splits on the CPU (sizes default to SYNTHETIC_TRAIN_SIZE
     and SYNTHETIC_TEST_SIZE, read when called). The test part comes from another seed, so it is
-    held out in the strict sense: not one of its images was seen in training."""
+    held out in the strict sense: not one of its images was seen in training. With
+    ``data_dir``, the digits are kept there once drawn: the next run reads them."""
     train_size = SYNTHETIC_TRAIN_SIZE if train_size is None else train_size
     test_size = SYNTHETIC_TEST_SIZE if test_size is None else test_size
-    full = synthetic_digits(train_size, seed)
+    full = synthetic_digits(train_size, seed, data_dir)
     val_size = max(1, int(round(train_size * SYNTHETIC_VALIDATION_FRACTION)))
     train, val = split_off_validation(full.images, full.labels, val_size)
-    test = synthetic_test_digits(test_size, seed)
+    test = synthetic_test_digits(test_size, seed, data_dir)
     description = (
         f"{SYNTHETIC_LABEL}, data seed {seed}: "
         f"{len(train)} train / {len(val)} validation / {len(test)} test"
@@ -195,9 +198,12 @@ def load_synthetic(
     return Dataset("synthetic", description, train, val, test)
 
 
-def synthetic_test_digits(size: int | None = None, seed: int = synthetic.SEED) -> Split:
+def synthetic_test_digits(
+    size: int | None = None, seed: int = synthetic.SEED, data_dir: Path | None = None
+) -> Split:
     """The synthetic test part: drawn from another seed than the training part."""
-    return synthetic_digits(SYNTHETIC_TEST_SIZE if size is None else size, seed + 1_000_003)
+    size = SYNTHETIC_TEST_SIZE if size is None else size
+    return synthetic_digits(size, seed + 1_000_003, data_dir)
 
 
 def load_folder(root: Path) -> Dataset:
@@ -240,7 +246,7 @@ def load_test_split(name: str, data_dir: Path = Path("data")) -> tuple[AnySplit,
         test = Split(*mnist.load_mnist_test(Path(data_dir)))
         return test, f"MNIST test set from {mnist.mnist_raw_folder(Path(data_dir))}"
     if name == "synthetic":
-        test = synthetic_test_digits()
+        test = synthetic_test_digits()  # 2000 digits, drawn in a moment: --data-dir is ignored
         return test, f"{SYNTHETIC_LABEL}, data seed {synthetic.SEED}: {len(test)} test"
     raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
 
@@ -264,7 +270,7 @@ def load_dataset(
         )
         dataset = Dataset("mnist", description, train, val, test)
     elif name == "synthetic":
-        dataset = load_synthetic()
+        dataset = load_synthetic(data_dir=None if data_dir is None else Path(data_dir))
     elif folder.folder_path(name) is not None:
         dataset = load_folder(folder.folder_path(name))
     else:

@@ -5,23 +5,12 @@
     python -m <package>.train --optimizer adam                 # a second run, beside the first
     python -m <package>.train --resume                         # continue the latest run
 
-Read it top to bottom: the settings, the learning-rate schedule, one training step,
-validation, the epoch, saving a checkpoint, the epoch loop, the run. Each DirectML practice
-sits where it happens: the model goes to the device before the optimizer is built, once; the
-data lives on the device and batches are cut there; nothing is read back from the device
-inside the loop except every ``log_interval`` batches; everything stays float32; checkpoints
-hold CPU tensors.
-
-Three features are calls into ``machinery/``, marked in capitals where they happen; a first
-reading can skip them:
-
-- RESUME: ``--resume`` continues a run exactly, even from the middle of an epoch.
-- CTRL+C: the first Ctrl+C sets ``run.stop``; the loop saves where it stands and stops.
-- TORCHRUN: ``torchrun --standalone --nproc-per-node=2 -m <package>.train`` trains in several
-  processes; the lines that say ``distributed`` do nothing without it.
-
-The rest of ``machinery/`` is one call each: the device, the run's folder and its header, the
-metrics files and curves, and the command line.
+Read it top to bottom: the settings, the optimizer and its schedule, one step, validation, the
+epoch with its running sums, the checkpoint, the epoch loop, the run. Marked in capitals, what
+a first reading can skip: RESUME (``--resume`` continues a run exactly, even mid-epoch),
+CTRL+C (the loop saves where it stands and stops) and TORCHRUN (several processes; the
+``distributed`` lines do nothing without it). ``machinery/`` holds the rest, one call each:
+the device, the run's folder and its lock, the header, the metrics and curves, the command line.
 """
 
 from __future__ import annotations
@@ -36,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterable, Sequence
 
 import torch
 from torch import nn
@@ -48,18 +37,13 @@ from .machinery import (
     console,
     devices,
     distributed,
-    output_lock,
     plots,
+    run_folders,
     startup,
     stopping,
     train_command,
 )
-from .machinery.checkpoints import BEST, LAST, RUN_SETTINGS
-from .machinery.epoch_meter import EpochMeter, EpochTraining, Position
-from .machinery.optim import DEFAULT_MOMENTUM, DEFAULT_WEIGHT_DECAY, build_optimizer, clip_gradients
-from .machinery.ranks import is_main
-from .machinery.run_folders import write_metrics_and_curves
-from .machinery.stopping import Interrupted, StopSignal, TrainError, finite
+from .machinery.optim import LerpFreeAdam
 from .model import LeNet5, to_device
 
 EVAL_BATCH_SIZE = 1000
@@ -81,15 +65,16 @@ class TrainConfig:
     does not diverge even when the warm-up is short (0.1 did in one-epoch runs).
     """
 
-    DEFAULT_LR: ClassVar[dict[str, float]] = {"sgd": 0.05, "adam": 0.002}  # schedule's peak
+    # The optimizers build_optimizer knows, and the peak of the schedule for each.
+    DEFAULT_LR: ClassVar[dict[str, float]] = {"sgd": 0.05, "adam": 0.002}
     DRY_RUN_BATCHES: ClassVar[int] = 3
 
     epochs: int = 5
     batch_size: int = 128  # under torchrun: of all processes together (each takes its share)
     lr: float | None = None  # None: DEFAULT_LR for the optimizer
     optimizer: str = "sgd"  # or "adam"
-    momentum: float = DEFAULT_MOMENTUM
-    weight_decay: float = DEFAULT_WEIGHT_DECAY
+    momentum: float = 0.9  # SGD's (Adam has its own betas)
+    weight_decay: float = 5e-4
     seed: int = 1  # the initial weights and the shuffling (the data has its own seed)
     device: str = "auto"  # or directml, directml:N, cuda, cuda:N, xpu, xpu:N, mps, cpu
     data_dir: Path = Path("data")
@@ -105,8 +90,40 @@ class TrainConfig:
         return self.DEFAULT_LR[self.optimizer] if self.lr is None else self.lr
 
 
+OPTIMIZERS = tuple(TrainConfig.DEFAULT_LR)  # ("sgd", "adam")
+
+
 # --------------------------------------------------------------------------------------------
-# The learning-rate schedule
+# The optimizer, and the learning-rate schedule
+
+
+def build_optimizer(
+    name: str,
+    params: Iterable[nn.Parameter],
+    lr: float,
+    device_type: str,
+    momentum: float = TrainConfig.momentum,
+    weight_decay: float = TrainConfig.weight_decay,
+) -> torch.optim.Optimizer:
+    """The optimizer ``name`` ("sgd" or "adam"), built once, after ``model.to(device)`` (see
+    ``setup``). On DirectML (``device_type == "privateuseone"``) both stay on the GPU: SGD
+    without the ``foreach`` path (torch-directml has no ``_foreach_*`` kernels), and Adam as
+    LerpFreeAdam (machinery/optim.py): torch's Adam calls ``lerp``, which falls back to the CPU."""
+    directml = device_type == "privateuseone"
+    if name == "sgd":
+        return torch.optim.SGD(
+            params,
+            lr=lr,
+            momentum=momentum,
+            nesterov=momentum > 0,  # Nesterov's look-ahead: a little faster than plain momentum
+            weight_decay=weight_decay,
+            foreach=False if directml else None,  # None: torch's fastest path for the device
+        )
+    if name == "adam":
+        if directml:
+            return LerpFreeAdam(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
 
 
 def get_lr(step: int, total_steps: int, peak: float) -> float:
@@ -141,7 +158,10 @@ def train_step(
     loss = F.cross_entropy(logits, labels)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    clip_gradients(model.parameters(), MAX_GRAD_NORM, device.type)  # no spikes; no readback
+    # No spikes: the gradients scaled down together above MAX_GRAD_NORM, on the device (no
+    # readback). The foreach path only where it has kernels: not on DirectML.
+    foreach = None if device.type in ("cuda", "xpu") else False
+    nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM, foreach=foreach)
     optimizer.step()
     with torch.no_grad():  # argmax and == run on the device too: no need to copy to the CPU
         loss_sum = loss.detach() * labels.shape[0]
@@ -201,7 +221,7 @@ class Run:
     dataset: data.Dataset  # on the device
     model: nn.Module
     optimizer: torch.optim.Optimizer
-    stop: StopSignal  # CTRL+C: set by the first Ctrl+C, read between steps
+    stop: stopping.StopSignal  # CTRL+C: set by the first Ctrl+C, read between steps
     generator: torch.Generator  # shuffles the training data; a CPU one (DirectML has none)
     batch_size: int  # TORCHRUN: this process's share of cfg.batch_size (all of it without)
     steps_per_epoch: int
@@ -210,10 +230,7 @@ class Run:
     points: list[dict[str, Any]] = field(default_factory=list)  # sums within epochs (curves)
     best_accuracy: float = -1.0  # the best validation accuracy so far: best.pt's
     epochs_done: int = 0
-    position: Position | None = None  # RESUME: where a stopped run stands inside an epoch
-    swept: bool = False  # whether leftovers of dead runs were removed from the folder
-    compared: Path | None = None  # compare.png, once drawn
-    said: set[str] = field(default_factory=set)  # notes already printed (a picture that failed)
+    position: dict[str, Any] | None = None  # RESUME: where a stopped run stands in an epoch
 
     @property
     def out(self) -> Path:
@@ -221,7 +238,7 @@ class Run:
 
     @property
     def last_path(self) -> Path:
-        return self.out / LAST
+        return self.out / checkpoints.LAST
 
     @property
     def total_steps(self) -> int:  # the schedule's length
@@ -230,10 +247,6 @@ class Run:
     @property
     def eval_limit(self) -> int | None:  # a dry run validates and tests one batch
         return 1 if self.cfg.dry_run else None
-
-    @property
-    def parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
 
     @property
     def title(self) -> str:
@@ -247,14 +260,9 @@ class Run:
             point = {"epoch": epoch + 1, "x": x, "loss_sum": loss_sum, "correct": correct}
             self.points.append({**point, "seen": seen})
 
-    def kept(self) -> str:
-        """What a stopped run leaves behind, for its last message."""
-        saved = self.last_path.exists() and not self.cfg.dry_run
-        return stopping.what_is_kept(self.last_path, self.epochs_done, saved)
-
 
 def setup(
-    cfg: TrainConfig, option: devices.DeviceOption, dataset: data.Dataset, stop: StopSignal
+    cfg: TrainConfig, option: devices.DeviceOption, dataset: data.Dataset, stop: stopping.StopSignal
 ) -> Run:
     """The model, the optimizer and the data on the chosen device, in the order that matters."""
     device = option.device
@@ -264,7 +272,7 @@ def setup(
     model = to_device(LeNet5(), device)
     model = distributed.shared(model)  # TORCHRUN: gradients averaged over the processes
     # 2. Then the optimizer, once: building it again every epoch (a popular DirectML "fix")
-    #    throws away the momentum. On DirectML it avoids ops that fall back to the CPU.
+    #    throws away the momentum.
     optimizer = build_optimizer(
         cfg.optimizer, model.parameters(), cfg.peak_lr, device.type, cfg.momentum, cfg.weight_decay
     )
@@ -286,20 +294,43 @@ def setup(
 
 
 # --------------------------------------------------------------------------------------------
-# One epoch
+# One epoch, and its running sums
 
 
-def train_epoch(run: Run, epoch: int) -> EpochTraining:
+@dataclass
+class Trained:
+    """One epoch's training, read back once at its end."""
+
+    loss: float  # mean over the epoch's training images
+    accuracy: float
+    batches: int  # batches done in this epoch
+    samples_per_s: float  # of this session (a resumed epoch counts only its rest)
+    started: float  # perf_counter() at the epoch's start (before a resume: as if it had run on)
+    points: list[tuple[int, float, int, int]]  # (batch, loss sum, correct, seen) within it
+
+
+def train_epoch(run: Run, epoch: int) -> Trained:
     """One pass over the training data (or its rest, when a stopped run resumes inside it)."""
     cfg, model, optimizer = run.cfg, run.model, run.optimizer
-    first, resumed, run.position = 0, run.position, None
-    if resumed is not None:  # RESUME inside this epoch: the same shuffle, from the same batch
-        run.generator.set_state(resumed.generator)
-        first = resumed.batch
-    # The epoch's loss and correct answers are summed on the device, read back only below.
     device = next(model.parameters()).device
+    # RESUME: a run stopped inside this epoch continues its shuffle from the batch after the
+    # stop, and its sums (TORCHRUN: the saved sums are all processes', counted by the first).
+    before, run.position = run.position or {}, None
+    if before:
+        run.generator.set_state(before["generator"])
+    shuffle = run.generator.get_state()  # what a stop inside this epoch saves
+    carried = before if distributed.is_main() else {}
+    # The running sums: the loss and the correct answers added up on the device. Nothing is
+    # read back inside the loop except every log_interval batches: a readback waits for the
+    # device to finish its queue (a sync), and the loop would wait with it.
+    loss_sum = torch.tensor(carried.get("loss_sum", 0.0), device=device)
+    correct = torch.tensor(carried.get("correct", 0), device=device)
+    seen = carried.get("seen", 0)
+    kept = []  # copies of the sums every few batches, still on the device: curves.png's points
     every = max(1, run.steps_per_epoch // POINTS_PER_EPOCH)
-    sums = EpochMeter(device, run.generator.get_state(), first, resumed, every)
+    session = time.perf_counter()
+    started = session - before.get("seconds", 0.0)
+    first = before.get("batch", 0)
     order = data.shuffled(run.dataset.train, run.generator)  # one gather on the device
     order = distributed.my_share(order)  # TORCHRUN: this process's slice of the shuffle
     batches = data.batches(order, run.batch_size, first, run.steps_per_epoch - first)
@@ -309,202 +340,151 @@ def train_epoch(run: Run, epoch: int) -> EpochTraining:
             lr = get_lr(epoch * run.steps_per_epoch + step, run.total_steps, cfg.peak_lr)
             for group in optimizer.param_groups:
                 group["lr"] = lr  # a Python float: no device work
-            loss_sum, correct = train_step(model, optimizer, images, labels)
-            sums.add(loss_sum, correct, len(labels))  # stays on the device: no sync
+            batch_loss, batch_correct = train_step(model, optimizer, images, labels)
+            loss_sum += batch_loss  # stays on the device: no sync
+            correct += batch_correct
+            seen += len(labels)
+            if (step + 1) % every == 0:
+                kept.append((step + 1, loss_sum.clone(), correct.clone(), seen))
             bar.update(1)
             if (step + 1) % cfg.log_interval == 0:  # the only readback inside an epoch
-                loss, accuracy = sums.running()
+                loss_now, correct_now, seen_now = read_sums(loss_sum, correct, seen)
                 run.stop.agree()  # TORCHRUN: the processes agree whether Ctrl+C was pressed
-                if not finite(loss):  # the NaN guard: stop, keep the last good checkpoint
+                if not stopping.finite(loss_now):  # the NaN guard: stop, keep the last save
                     raise diverged_at(run, epoch, step + 1)
-                bar.set_postfix(loss=f"{loss:.4f}", acc=f"{100 * accuracy:.2f}%")
+                accuracy = 100 * correct_now / seen_now
+                bar.set_postfix(loss=f"{loss_now / seen_now:.4f}", acc=f"{accuracy:.2f}%")
             if run.stop.requested and step + 1 < run.steps_per_epoch:  # CTRL+C was pressed
-                stop_inside_epoch(run, epoch, sums, step + 1)  # saves where we are, raises
-    return sums.finish(step + 1)  # one readback: also the end of the epoch's timing
+                loss_now, correct_now, seen_now = read_sums(loss_sum, correct, seen)
+                run.keep_points(epoch, distributed.summed_points(kept))
+                where = {
+                    "batch": step + 1,  # RESUME: what --resume continues from
+                    "generator": shuffle,
+                    "loss_sum": loss_now,
+                    "correct": correct_now,
+                    "seen": seen_now,
+                    "seconds": time.perf_counter() - started,
+                }
+                stop_inside_epoch(run, epoch, where)  # saves last.pt with it, then stops
+    loss_now, correct_now, seen_now = read_sums(loss_sum, correct, seen)  # also a barrier
+    session_s = time.perf_counter() - session  # ended by that readback: the device is done
+    return Trained(
+        loss_now / max(1, seen_now),
+        correct_now / max(1, seen_now),
+        step + 1,
+        (seen_now - before.get("seen", 0)) / max(session_s, 1e-9),
+        started,
+        distributed.summed_points(kept),  # one readback (TORCHRUN: one collective)
+    )
 
 
-def diverged_at(run: Run, epoch: int, batch: int) -> TrainError:
+def read_sums(loss_sum: torch.Tensor, correct: torch.Tensor, seen: int) -> tuple[float, int, int]:
+    """(loss sum, correct, images seen) as Python numbers: one readback, a sync. Under
+    TORCHRUN the sums of every process, added up."""
+    loss_sum, correct, seen = distributed.summed(loss_sum, correct, seen)
+    return float(loss_sum.item()), int(correct.item()), seen
+
+
+def diverged_at(run: Run, epoch: int, batch: int) -> stopping.TrainError:
     saved = run.epochs_done > 0 and not run.cfg.dry_run
     return stopping.diverged(epoch, batch, run.last_path, run.epochs_done, saved, run.cfg)
 
 
-def stop_inside_epoch(run: Run, epoch: int, sums: EpochMeter, next_batch: int) -> None:
-    """CTRL+C inside an epoch: save last.pt with where the run stands, then stop."""
-    here = sums.position(next_batch)
-    if not finite(here.loss_sum):
-        raise diverged_at(run, epoch, here.batch)
-    run.keep_points(epoch, sums.points())
-    message = f"Stopped in epoch {epoch + 1} after batch {here.batch}/{run.steps_per_epoch}."
+def stop_inside_epoch(run: Run, epoch: int, where: dict[str, Any]) -> None:
+    """CTRL+C inside an epoch: save last.pt with ``where`` the run stands, then stop."""
+    if not stopping.finite(where["loss_sum"]):
+        raise diverged_at(run, epoch, where["batch"])
+    message = f"Stopped in epoch {epoch + 1} after batch {where['batch']}/{run.steps_per_epoch}."
     if not run.cfg.dry_run:
-        save_checkpoint(run, run.last_path, here)
+        save_checkpoint(checkpoint(run, position=where), run.last_path)
         message += f" Saved {run.last_path}; --resume continues from there."
-    raise Interrupted(message)
+    raise stopping.Interrupted(message)
 
 
 # --------------------------------------------------------------------------------------------
-# Saving a checkpoint: best.pt and last.pt
+# The checkpoint: best.pt and last.pt
 
 
-def save_checkpoint(run: Run, path: Path, position: Position | None = None) -> None:
+def checkpoint(run: Run, position: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything needed to use the model (``model``) and to continue the run exactly (the
-    rest), as CPU tensors: the file then loads on any machine, with map_location="cpu"
-    (map_location set to a DirectML device fails). evaluate, export and draw read it."""
-    if not is_main():  # TORCHRUN: the first process alone writes the run's files
-        return
-    if not run.swept:  # the run now writes here: leftovers of dead runs can go
-        output_lock.remove_leftovers(run.out)
-        run.swept = True
-    state = {
-        "format": checkpoints.FORMAT,
-        "version": checkpoints.VERSION,
+    rest). evaluate, export and draw read it (``checkpoints.Checkpoint.load``)."""
+    return {
         "model": distributed.unwrapped(run.model).state_dict(),
         "model_class": "LeNet5",
-        "config": {name: getattr(run.cfg, name) for name in RUN_SETTINGS},
+        "config": {name: getattr(run.cfg, name) for name in checkpoints.RUN_SETTINGS},
         "data_dir": str(run.cfg.data_dir),  # where evaluate finds the test files
         "data_split": run.dataset.split,  # a folder's classes and parts; None otherwise
         "epochs_done": run.epochs_done,
         "optimizer": run.optimizer.state_dict(),  # momentum buffers: resume continues them
-        "position": None if position is None else position.to_dict(),  # RESUME inside an epoch
+        "position": position,  # RESUME inside an epoch (None after a whole epoch)
         "history": run.history,
         "points": run.points,
         "best_val_accuracy": run.best_accuracy,
         "rng": {"generator": run.generator.get_state(), "torch": torch.get_rng_state()},
         "torch_version": str(torch.__version__),
     }
-    try:
-        # A temporary file renamed when complete: a crash or full disk keeps the old file.
-        with checkpoints.atomic_file(path) as handle:
-            torch.save(checkpoints.to_cpu(state), handle)
-    except checkpoints.CheckpointWriteError as error:
-        raise TrainError(f"{error} Training stopped; the last good checkpoint is kept.") from error
+
+
+def save_checkpoint(state: dict[str, Any], path: Path) -> None:
+    """Write ``state`` to ``path`` with every tensor moved to the CPU: the file then loads on
+    any machine with map_location="cpu" (map_location set to a DirectML device fails)."""
+    if not distributed.is_main():  # TORCHRUN: the first process alone writes the run's files
+        return
+    state = {"format": checkpoints.FORMAT, "version": checkpoints.VERSION, **state}
+    # A temporary file, renamed once complete: a crash or a full disk keeps the old file.
+    with checkpoints.atomic_file(path) as handle:
+        torch.save(checkpoints.to_cpu(state), handle)
 
 
 # --------------------------------------------------------------------------------------------
 # The epoch loop
 
 
-@dataclass
-class RunResult:
-    history: list[dict[str, Any]]
-    test_loss: float
-    test_accuracy: float  # of the model in best.pt, the one evaluate loads
-    device: str
-    dataset: str
-    files: list[Path] = field(default_factory=list)
-    output_dir: Path | None = None  # this run's folder
-    compared: Path | None = None  # the picture comparing it with the runs before it
-
-
-def fit(run: Run) -> RunResult:
+def fit(run: Run) -> run_folders.RunResult:
     """Train for the remaining epochs, validating and saving after each; then test the model
     that evaluate will load (best.pt) on the test set, once."""
     cfg = run.cfg
-    # CTRL+C saves and stops; a GPU that cannot run an operator stops with one sentence.
-    ctrl_c = stopping.ctrl_c_stops_gracefully(run.stop, run.kept)
-    gpu_failure = stopping.gpu_failures_explained(run.option, run.kept)
-    with ctrl_c, gpu_failure:
-        for epoch in range(run.epochs_done, run.epochs):
-            trained = train_epoch(run, epoch)
-            val_loss, val_accuracy = evaluate_split(
-                run.model, run.dataset.val, limit=run.eval_limit
+    for epoch in range(run.epochs_done, run.epochs):
+        trained = train_epoch(run, epoch)
+        val_loss, val_accuracy = evaluate_split(run.model, run.dataset.val, limit=run.eval_limit)
+        if not stopping.finite(trained.loss) or not stopping.finite(val_loss):  # the NaN guard
+            raise diverged_at(run, epoch, trained.batches)
+        last_step = epoch * run.steps_per_epoch + trained.batches - 1
+        run.history.append(
+            {
+                "epoch": epoch + 1,
+                "train_loss": trained.loss,
+                "train_accuracy": trained.accuracy,
+                "val_loss": val_loss,
+                "val_accuracy": val_accuracy,
+                "lr": get_lr(last_step, run.total_steps, cfg.peak_lr),
+                # the whole epoch: training (before and after a resume) and validation
+                "seconds": round(time.perf_counter() - trained.started, 3),
+                "samples_per_s": round(trained.samples_per_s, 1),
+            }
+        )
+        run.keep_points(epoch, trained.points)
+        run.epochs_done = epoch + 1
+        if not cfg.dry_run:
+            # best.pt: the best validation accuracy so far, a tie going to the lower loss
+            # (a small validation set is often 100 % right after a few epochs).
+            best = max(run.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
+            run.best_accuracy = best["val_accuracy"]
+            save_checkpoint(checkpoint(run), run.last_path)  # every epoch: what --resume continues
+            if best is run.history[-1]:  # what evaluate, export and draw load
+                save_checkpoint(checkpoint(run), run.out / checkpoints.BEST)
+            run_folders.write_metrics_and_curves(run)  # metrics.csv/json, curves.png, compare.png
+        # Printed only once saved: a console closed meanwhile must not cost the epoch.
+        console.print_epoch(run.history[-1], run.epochs, run.dataset.synthetic)
+        run.stop.agree()  # TORCHRUN: every process stops here, or none
+        if run.stop.requested:  # CTRL+C during the epoch's last batch or its validation
+            raise stopping.Interrupted(
+                f"Stopped after epoch {epoch + 1}. "
+                f"Saved {run.last_path}; --resume continues from there."
             )
-            if not finite(trained.loss) or not finite(val_loss):  # the NaN guard, per epoch
-                raise diverged_at(run, epoch, trained.batches)
-            last_step = epoch * run.steps_per_epoch + trained.batches - 1
-            # The whole epoch's time: training (before and after a resume) and validation.
-            seconds = trained.seconds_before + time.perf_counter() - trained.started
-            run.history.append(
-                {
-                    "epoch": epoch + 1,
-                    "train_loss": trained.loss,
-                    "train_accuracy": trained.accuracy,
-                    "val_loss": val_loss,
-                    "val_accuracy": val_accuracy,
-                    "lr": get_lr(last_step, run.total_steps, cfg.peak_lr),
-                    "seconds": round(seconds, 3),
-                    "samples_per_s": round(trained.samples / max(trained.seconds, 1e-9), 1),
-                }
-            )
-            run.keep_points(epoch, trained.points)
-            run.epochs_done = epoch + 1
-            if not cfg.dry_run:
-                # best.pt: the best validation accuracy so far, a tie going to the lower loss
-                # (a small validation set is often 100 % right after a few epochs).
-                best = max(run.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
-                run.best_accuracy = best["val_accuracy"]
-                save_checkpoint(run, run.last_path)  # every epoch: what --resume continues
-                if best is run.history[-1]:  # what evaluate, export and draw load
-                    save_checkpoint(run, run.out / BEST)
-                write_metrics_and_curves(run)  # metrics.csv/json, curves.png, compare.png
-            # Printed only once saved: a console closed meanwhile must not cost the epoch.
-            console.print_epoch(run.history[-1], run.epochs, run.dataset.synthetic)
-            run.stop.agree()  # TORCHRUN: every process stops here, or none
-            if run.stop.requested:  # CTRL+C during the epoch's last batch or its validation
-                raise Interrupted(
-                    f"Stopped after epoch {epoch + 1}. "
-                    f"Saved {run.last_path}; --resume continues from there."
-                )
-        tested = load_best(run)
-        test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
-    return finish(run, test, tested)
-
-
-def load_best(run: Run) -> str:
-    """Put best.pt's weights into the model (CPU tensors copied into the model on the device),
-    so that the test accuracy is that of the model evaluate, export and draw use. Returns which
-    model that is, in words ("" for a dry run, which saves nothing)."""
-    if run.cfg.dry_run:
-        return ""
-    best = run.out / BEST
-    saved = distributed.same_on_all(read_if_saved, best)  # TORCHRUN: read once, given to all
-    if saved is None:  # no epoch's validation accuracy was a number (NaN is never "better")
-        return f"the model after epoch {run.epochs_done}: no {BEST} was written"
-    checkpoints.restore_module(distributed.unwrapped(run.model), saved.model, best)
-    return f"{BEST}: {saved.which_epoch(best)}; evaluate, export and draw load it"
-
-
-def read_if_saved(path: Path) -> checkpoints.Checkpoint | None:
-    """The checkpoint at ``path``, or None where there is none; one sentence if it is damaged."""
-    if not path.exists():
-        return None
-    try:
-        return checkpoints.Checkpoint.load(path)
-    except checkpoints.CheckpointError as error:
-        raise TrainError(str(error)) from error
-
-
-def finish(run: Run, test: tuple[float, float], tested: str) -> RunResult:
-    """Print the test result, write the final metrics, list the output files."""
-    test_loss, test_accuracy = test
-    images = len(run.dataset.test)
-    test_set = plots.test_set_label(run.dataset.name)
-    console.say(
-        f"test accuracy {100 * test_accuracy:.2f}% on the {test_set} ({images} images), "
-        f"loss {test_loss:.4f}"
-    )
-    if tested:
-        console.say(f"          ({tested})")
-    files: list[Path] = []
-    if not run.cfg.dry_run and run.history:
-        extra = {
-            "test": {"loss": test_loss, "accuracy": test_accuracy, "images": images},
-            "device": run.option.describe(),
-        }
-        files = write_metrics_and_curves(run, extra)
-        files += [p for p in (run.last_path, run.out / BEST) if p.exists()]
-        console.say("outputs : " + ", ".join(str(p) for p in files))
-        if run.compared is not None:
-            console.say(f"compare : {run.compared} (this run beside the runs before it)")
-    return RunResult(
-        run.history,
-        test_loss,
-        test_accuracy,
-        run.option.describe(),
-        run.dataset.name,
-        files,
-        None if run.cfg.dry_run else run.out,
-        run.compared,
-    )
+    tested = run_folders.load_best(run)  # the model evaluate, export and draw load: best.pt's
+    test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
+    return run_folders.finish(run, test, tested)  # the test result, the files, their list
 
 
 # --------------------------------------------------------------------------------------------
@@ -513,27 +493,30 @@ def finish(run: Run, test: tuple[float, float], tested: str) -> RunResult:
 
 def train(
     cfg: TrainConfig,
-    stop: StopSignal | None = None,
+    stop: stopping.StopSignal | None = None,
     discovery: devices.Discovery | None = None,
     dataset: data.Dataset | None = None,
     explicit: Sequence[str] = (),
-) -> RunResult:
+) -> run_folders.RunResult:
     """Run training as ``cfg`` says. Raises TrainError (and its subclasses) with a message for
     the user. ``discovery`` and ``dataset`` replace device discovery and loading
     ``cfg.dataset`` (tests pass small ones); ``explicit`` names the options the user typed."""
     option, found = startup.choose_device(cfg.device, discovery)
     with distributed.processes(option) as option:  # TORCHRUN: join the other processes
-        chosen = cfg.output_dir is not None  # a refusal names --output-dir only if it was typed
-        cfg = startup.run_folder(cfg)  # runs/<time>_<what differs>/, or the latest for --resume
-        with startup.output_folder(cfg, chosen):  # one run at a time per run folder
-            cfg, checkpoint = startup.resumed_settings(cfg, explicit)  # RESUME: saved settings
+        stop = stop or distributed.stop_signal()  # TORCHRUN: Ctrl+C stops all processes at once
+        # The run's folder (a new one in runs/, or the latest for --resume), held by this run
+        # alone; RESUME: the saved run's settings and checkpoint.
+        with startup.run_folder(cfg, explicit) as (cfg, saved):
             if dataset is None:
                 dataset = startup.load_data(cfg.dataset, cfg.data_dir)
-            run = setup(cfg, option, dataset, stop or distributed.stop_signal())
-            if checkpoint is not None:
-                startup.restore(run, checkpoint)  # RESUME: weights, optimizer, shuffle, history
-            startup.print_header(run, found, resumed=checkpoint is not None)
-            return fit(run)
+            run = setup(cfg, option, dataset, stop)
+            if saved is not None:
+                startup.restore(run, saved)  # RESUME: weights, optimizer, shuffle, history
+            startup.print_header(run, found, resumed=saved is not None)
+            # CTRL+C saves and stops; a GPU that cannot run an operator, or a full disk, stops
+            # with one sentence.
+            with stopping.training_stops_cleanly(run):
+                return fit(run)
 
 
 def main(argv: list[str] | None = None) -> int:

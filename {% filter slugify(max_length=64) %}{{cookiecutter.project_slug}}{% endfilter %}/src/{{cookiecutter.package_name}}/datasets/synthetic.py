@@ -7,12 +7,21 @@ test digits, not 99.6 %: a change to the model or the settings then shows in the
 Each digit is a few polylines; every copy is rotated, slanted, scaled, shifted and wobbled,
 then drawn with an anti-aliased pen whose width and ink vary. Vectorised: a batch of images
 per digit at once.
+
+Drawing 14,000 digits costs a few CPU-seconds, so ``digits(..., folder=<data-dir>)`` keeps them
+in ``<data-dir>/synthetic/``, and reads them back on the next run. A kept file is trusted only
+if it is whole (a hash of its images) and was made by this very code (a hash of this file and
+the torch version): anything else is drawn again and replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import math
+import os
+from pathlib import Path
 
 import torch
 
@@ -123,10 +132,58 @@ def _cached(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return images.unsqueeze(1), labels
 
 
-def digits(n: int, seed: int = SEED) -> tuple[torch.Tensor, torch.Tensor]:
+def digits(
+    n: int, seed: int = SEED, folder: Path | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` synthetic digit images like MNIST's: (uint8 images (n, 1, 28, 28), white on black;
     int64 labels 0-9, balanced), deterministic for a given ``seed``. The global random
-    generator is left untouched (an explicit generator draws everything)."""
+    generator is left untouched (an explicit generator draws everything). With ``folder``,
+    they are kept there once drawn, and read back from there (``_kept``)."""
     if n < 1:
         raise ValueError(f"n must be positive, not {n}")
-    return _cached(int(n), int(seed))
+    if folder is None:
+        return _cached(int(n), int(seed))
+    path = Path(folder) / "synthetic" / f"digits-{int(n)}-seed{int(seed)}.pt"
+    kept = _kept(path, _maker(int(n), int(seed)))
+    if kept is not None:
+        return kept
+    images, labels = _cached(int(n), int(seed))
+    _keep(path, _maker(int(n), int(seed)), images, labels)
+    return images, labels
+
+
+def _maker(n: int, seed: int) -> str:
+    """What made a kept file: this code, this torch, these arguments (a hash of them)."""
+    code = Path(__file__).read_bytes()
+    return hashlib.sha256(code + f"|{torch.__version__}|{n}|{seed}".encode()).hexdigest()
+
+
+def _content(images: torch.Tensor, labels: torch.Tensor) -> str:
+    return hashlib.sha256(images.numpy().tobytes() + labels.numpy().tobytes()).hexdigest()
+
+
+def _kept(path: Path, maker: str) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The digits kept at ``path``, or None when there are none, or they are damaged, or
+    were made by other code: they are then drawn again."""
+    try:
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+        images, labels = state["images"], state["labels"]
+        if state["maker"] == maker and state["content"] == _content(images, labels):
+            return images, labels
+    except Exception:  # missing, truncated, not ours: drawn again, never trusted
+        pass
+    return None
+
+
+def _keep(path: Path, maker: str, images: torch.Tensor, labels: torch.Tensor) -> None:
+    """Write the digits to ``path`` through a temporary file; a folder that cannot be
+    written only means they are drawn again next time."""
+    state = {"maker": maker, "content": _content(images, labels)}
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({**state, "images": images, "labels": labels}, str(temporary))
+        os.replace(str(temporary), str(path))
+    except (OSError, RuntimeError):  # read-only, full, or a path the system refuses
+        with contextlib.suppress(OSError):
+            temporary.unlink()

@@ -1,7 +1,9 @@
 """Checkpoints that survive crashes, full disks and other programs' files.
 
-- Saving moves every tensor to the CPU first: a checkpoint then loads on any machine, and
-  ``map_location`` set to a DirectML device (which fails) is never needed.
+- What a checkpoint holds, and its one ``torch.save``, are in train.py (``checkpoint``,
+  ``save_checkpoint``); here is what it uses: ``to_cpu`` (every tensor moved to the CPU, so a
+  checkpoint loads on any machine without ``map_location`` set to a DirectML device, which
+  fails) and ``atomic_file``.
 - Writing is atomic: a temporary file in the same folder, flushed to disk, then ``os.replace``.
   A crash, Ctrl+C or full disk while writing leaves the previous checkpoint as it was.
 - Loading uses ``torch.load(path, map_location="cpu", weights_only=True)``: only tensors and
@@ -23,7 +25,7 @@ import contextlib
 import os
 import shutil
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -140,14 +142,6 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
         raise CheckpointWriteError(_write_failure(path, error)) from error
 
 
-def save_checkpoint(state: dict[str, Any], path: Path) -> None:
-    """Write ``state`` (state dicts, numbers, strings, lists) to ``path`` atomically."""
-    payload = {"format": FORMAT, "version": VERSION}
-    payload.update(to_cpu(state))
-    with atomic_file(path) as handle:
-        torch.save(payload, handle)
-
-
 # The field that may follow an ONNX model's first (ir_version): producer name and version,
 # domain, model version, doc string, graph, opset import (onnx.proto's ModelProto, 2 to 8).
 _ONNX_SECOND_FIELDS = frozenset({0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42})
@@ -165,7 +159,7 @@ def is_onnx_model(path: Path) -> bool:
 
 
 def load_checkpoint(path: Path, onnx_fix: str = "") -> dict[str, Any]:
-    """The state saved by ``save_checkpoint``, with tensors on the CPU; CheckpointError if the
+    """The state ``train.save_checkpoint`` saved, with tensors on the CPU; CheckpointError if the
     file is missing, truncated, corrupt, or not a checkpoint of this project. ``onnx_fix``: what
     the command reads an exported ONNX model with, said when ``path`` is one."""
     path = Path(path)
@@ -373,12 +367,6 @@ class Checkpoint:
         if Path(path).name == BEST:
             return f"the model after epoch {self.epochs_done}{of}, the best validation accuracy"
         return f"the model after epoch {self.epochs_done}{of}"
-
-    def save(self, path: Path) -> None:
-        """Write it to ``path`` atomically, tensors on the CPU (CheckpointWriteError)."""
-        skipped = ("missing", "problems")  # what was read, not what is saved
-        entries = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skipped}
-        save_checkpoint(entries, path)
 
     @classmethod
     def load(cls, path: Path, onnx_fix: str = "") -> Checkpoint:

@@ -21,10 +21,10 @@ its input):
   every process), and the union of the W slices of batch k is batch k of one process.
 - ``--batch-size`` is the batch of all processes together: each takes ``batch / W`` images a
   step, so that a step, the schedule and the checkpoints mean the same with any W.
-- ``summed``: sums (loss, correct answers, images) over the processes, for the printed and
-  saved figures; ``same_on_all``: what the first process decides (the run folder, the
-  checkpoint to resume) sent to the others; ``AgreedStop``: Ctrl+C stops every process at
-  the same step.
+- ``summed``, ``summed_points``: sums (loss, correct answers, images) over the processes,
+  for the printed and saved figures; ``same_on_all``: what the first process decides (the run
+  folder, the checkpoint to resume) sent to the others; ``AgreedStop``: Ctrl+C stops every
+  process at the same step.
 - Only the first process (rank 0) prints, writes the run folder, the curves and the
   checkpoints (``ranks.is_main``).
 """
@@ -43,6 +43,7 @@ import torch
 
 from .command_entry import silence_stdout
 from .ranks import SINGLE, Processes, current, set_current
+from .ranks import is_main as is_main  # for train.py: which process writes the files
 from .stopping import DeviceFailed, StopSignal, TrainError
 
 T = TypeVar("T")
@@ -315,6 +316,22 @@ def summed(
     images = torch.tensor(float(seen), device=loss_sum.device)
     totals = summed_rows(torch.stack([loss_sum.float(), correct.float(), images]))
     return totals[0], totals[1].round().long(), int(round(float(totals[2].item())))
+
+
+def summed_points(
+    kept: list[tuple[int, torch.Tensor, torch.Tensor, int]],
+) -> list[tuple[int, float, int, int]]:
+    """Sums kept on the device within an epoch, as (batch, loss sum, correct, images seen),
+    read back in one go; under torchrun every process's added up, in one collective."""
+    if not kept:
+        return []
+    sums = [torch.stack([loss, right.to(loss.dtype)]) for _, loss, right, _ in kept]
+    counts = torch.tensor([[n] for *_, n in kept], dtype=sums[0].dtype, device=sums[0].device)
+    rows = summed_rows(torch.cat([torch.stack(sums), counts], dim=1))
+    return [
+        (batch, loss, int(round(right)), int(round(n)))
+        for (batch, *_), (loss, right, n) in zip(kept, rows.cpu().tolist())
+    ]
 
 
 def summed_rows(rows: torch.Tensor) -> torch.Tensor:

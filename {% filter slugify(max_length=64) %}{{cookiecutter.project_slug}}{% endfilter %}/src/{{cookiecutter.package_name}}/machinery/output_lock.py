@@ -14,7 +14,7 @@ process id in the holder's file decide, as a fallback.
 
 Temporary files of interrupted saves (``.last.pt.<pid>.tmp``) are removed by their exact
 names, only when the process that wrote them is gone (or they are old), and only once the run
-writes into the folder: a run that fails at once removes nothing.
+holds the folder: a run that fails before (a wrong --device) removes nothing.
 """
 
 from __future__ import annotations
@@ -226,6 +226,7 @@ def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
             f"Cannot write to the output directory {printable(folder, 300)} ({reason}). {advice}"
         ) from error
     _write_holder(folder)
+    remove_leftovers(folder)  # the folder is this run's now: what dead runs left can go
     try:
         yield
     finally:

@@ -14,18 +14,20 @@ model (``find_checkpoint``) unless told otherwise.
 Folder names use no ``:`` (Windows forbids it) and sort by time.
 
 After each epoch a run writes its metrics and curves into its folder, and compare.png beside
-the runs before it (``write_metrics_and_curves``).
+the runs before it (``write_metrics_and_curves``); at its end it tests the model of best.pt
+and lists its files (``load_best``, ``finish``). Nothing here imports ``train.py``: its
+``TrainConfig`` and ``Run`` come in as arguments.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from . import metrics, plots
+from . import checkpoints, distributed, metrics, plots
 from .checkpoints import BEST, LAST, RUN_SETTINGS
 from .cli import RUNS_DIR
 from .console import say
@@ -33,8 +35,8 @@ from .ranks import is_main
 from .stopping import TrainError
 from .terminal_text import printable
 
-if TYPE_CHECKING:  # train.py imports this module
-    from ..train import Run, TrainConfig
+TrainConfig = Any  # train.py's settings (a dataclass); Run: train.py's run
+Run = Any
 
 COMPARE_PNG = "compare.png"
 MAX_COMPARED = 6  # more lines than this are hard to tell apart in one picture
@@ -242,12 +244,23 @@ def compare(
 # What a run writes after each epoch besides its checkpoints
 
 
-def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> list[Path]:
+@dataclass
+class Written:
+    """What ``write_metrics_and_curves`` wrote."""
+
+    files: list[Path]  # in the run's folder
+    compared: Path | None = None  # compare.png beside the runs before it, when drawn
+
+
+_said: set[tuple[str, str]] = set()  # (run folder, note): a picture's failure, said once
+
+
+def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> Written:
     """metrics.csv and metrics.json, then curves.png, then compare.png beside the runs before
     it (only for a folder in --runs-dir). A picture that fails never stops the run: why is said
     once, and the run goes on. A file that cannot be written stops it with one sentence."""
     if not is_main():  # under torchrun the first process alone writes the run's files
-        return []
+        return Written([])
     try:
         within = metrics.within_epochs(run.points)
         config = {n: getattr(run.cfg, n) for n in RUN_SETTINGS}
@@ -260,20 +273,91 @@ def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> l
     drawn = plots.draw_safely(
         lambda: plots.plot_curves(run.history, curves, run.title, within), curves
     )
-    files += _drawn(run, drawn)
+    written = Written(files + _drawn(run.out, drawn))
     if run.out.resolve().parent == Path(run.cfg.runs_dir).resolve():
         compare_png = run.out.parent / COMPARE_PNG
         drawn = plots.draw_safely(lambda: compare(run.out.parent, say), compare_png)
-        shown = _drawn(run, drawn)
-        run.compared = shown[0] if shown else None
-    return files
+        shown = _drawn(run.out, drawn)
+        written.compared = shown[0] if shown else None
+    return written
 
 
-def _drawn(run: Run, drawn: Path | str | None) -> list[Path]:
-    """[the picture], or [] after saying (once per run and picture) why it was not drawn."""
+def _drawn(folder: Path, drawn: Path | str | None) -> list[Path]:
+    """[the picture], or [] after saying (once per run folder and picture) why it was not
+    drawn."""
     if isinstance(drawn, str):
-        if drawn not in run.said:
-            run.said.add(drawn)
+        if (str(folder), drawn) not in _said:
+            _said.add((str(folder), drawn))
             say(f"note: {drawn}")
         return []
     return [] if drawn is None else [drawn]
+
+
+# --------------------------------------------------------------------------------------------
+# The end of a run: the model of best.pt tested, the files listed
+
+
+@dataclass
+class RunResult:
+    """What ``train.train`` returns."""
+
+    history: list[dict[str, Any]]
+    test_loss: float
+    test_accuracy: float  # of the model in best.pt, the one evaluate loads
+    device: str
+    dataset: str
+    files: list[Path] = field(default_factory=list)
+    output_dir: Path | None = None  # this run's folder
+    compared: Path | None = None  # the picture comparing it with the runs before it
+
+
+def load_best(run: Run) -> str:
+    """Put best.pt's weights into the model (CPU tensors copied into the model on the device),
+    so that the test accuracy is that of the model evaluate, export and draw use. Returns which
+    model that is, in words ("" for a dry run, which saves nothing)."""
+    if run.cfg.dry_run:
+        return ""
+    best = run.out / BEST
+    saved = distributed.same_on_all(_read_if_saved, best)  # under torchrun: read once
+    if saved is None:  # no epoch's validation accuracy was a number (NaN is never "better")
+        return f"the model after epoch {run.epochs_done}: no {BEST} was written"
+    checkpoints.restore_module(distributed.unwrapped(run.model), saved.model, best)
+    return f"{BEST}: {saved.which_epoch(best)}; evaluate, export and draw load it"
+
+
+def _read_if_saved(path: Path) -> checkpoints.Checkpoint | None:
+    """The checkpoint at ``path``, or None where there is none; one sentence if it is damaged."""
+    if not path.exists():
+        return None
+    try:
+        return checkpoints.Checkpoint.load(path)
+    except checkpoints.CheckpointError as error:
+        raise TrainError(str(error)) from error
+
+
+def finish(run: Run, test: tuple[float, float], tested: str) -> RunResult:
+    """Print the test result (``tested``: which model, in words), write the final metrics,
+    list the output files."""
+    test_loss, test_accuracy = test
+    images = len(run.dataset.test)
+    test_set = plots.test_set_label(run.dataset.name)
+    say(
+        f"test accuracy {100 * test_accuracy:.2f}% on the {test_set} ({images} images), "
+        f"loss {test_loss:.4f}"
+    )
+    if tested:
+        say(f"          ({tested})")
+    device = run.option.describe()
+    result = RunResult(run.history, test_loss, test_accuracy, device, run.dataset.name)
+    if run.cfg.dry_run:
+        return result
+    result.output_dir = run.out
+    if run.history:
+        extra = {"test": {"loss": test_loss, "accuracy": test_accuracy, "images": images}}
+        written = write_metrics_and_curves(run, {**extra, "device": device})
+        saved = [p for p in (run.out / LAST, run.out / BEST) if p.exists()]
+        result.files, result.compared = written.files + saved, written.compared
+        say("outputs : " + ", ".join(str(p) for p in result.files))
+        if result.compared is not None:
+            say(f"compare : {result.compared} (this run beside the runs before it)")
+    return result

@@ -1,8 +1,9 @@
-"""Before a training run: its folder (a new one, or the latest for ``--resume``), the settings
-and checkpoint a resumed run continues with (checked, since a checkpoint may come from
-anywhere), the output folder held for the run, the device and the data. ``train.py`` calls
-these, builds its ``Run``, puts a resumed run's state back into it (``restore``) and prints the
-run's header (``print_header``).
+"""Before a training run: the device, its folder (a new one, or the latest for ``--resume``)
+held for the run, the settings and checkpoint a resumed run continues with (checked, since a
+checkpoint may come from anywhere), and the data. ``train.py`` calls these, builds its ``Run``,
+puts a resumed run's state back into it (``restore``) and prints the run's header
+(``print_header``). Nothing here imports ``train.py``: its ``TrainConfig`` and ``Run`` come in
+as arguments (``cfg``, ``run``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Sequence
+from typing import Any, ContextManager, Iterator, Sequence
 
 import torch
 
@@ -21,20 +22,25 @@ from . import checkpoints, devices, distributed, output_lock, run_folders, this_
 from .checkpoints import LAST, RUN_SETTINGS
 from .cli import FLOAT32_MAX, MAX_SEED
 from .console import say
-from .epoch_meter import Position
-from .optim import OPTIMIZERS
 from .ranks import current
 from .stopping import TrainError, finite
 from .terminal_text import printable
 from .train_command import MAX_BATCH_SIZE, MAX_EPOCHS
 
-if TYPE_CHECKING:  # train.py imports this module
-    from ..train import Run, TrainConfig
+TrainConfig = Any  # train.py's settings (a dataclass); Run: train.py's run
+Run = Any
 
 
-def run_folder(cfg: TrainConfig) -> TrainConfig:
-    """The run's folder, chosen by the first process under torchrun (``_run_folder``)."""
-    return distributed.same_on_all(_run_folder, cfg)
+@contextlib.contextmanager
+def run_folder(
+    cfg: TrainConfig, explicit: Sequence[str]
+) -> Iterator[tuple[TrainConfig, checkpoints.Checkpoint | None]]:
+    """Hold the run's folder for the run; yield (the settings with ``output_dir`` set, the
+    checkpoint to resume or None). ``explicit``: the options the user typed."""
+    chosen = cfg.output_dir is not None  # a refusal names --output-dir only if it was typed
+    cfg = distributed.same_on_all(_run_folder, cfg)  # under torchrun, the first one chooses
+    with output_folder(cfg, chosen):  # one run at a time per run folder
+        yield resumed_settings(cfg, explicit)
 
 
 def _run_folder(cfg: TrainConfig) -> TrainConfig:
@@ -75,7 +81,7 @@ def _resumed_settings(
         raise TrainError(f"Nothing to resume: {last} does not exist. Start without --resume.")
     checkpoint = _load(last)
     saved = checkpoint.config
-    _check_saved_settings(saved, last)
+    _check_saved_settings(saved, last, tuple(cfg.DEFAULT_LR))
     ignored = [n for n in explicit if n in RUN_SETTINGS and getattr(cfg, n) != saved.get(n)]
     if ignored:
         names = ", ".join("--" + n.replace("_", "-") for n in ignored)
@@ -100,7 +106,8 @@ def _number(value: Any, positive: bool, below: float = FLOAT32_MAX) -> bool:
 MAX_PATH = 32_767  # the longest path Windows takes (Linux: 4,096); longer is no folder's
 
 
-# What each saved setting must be for the run to continue, said the way the user reads it.
+# What each saved setting must be for the run to continue, said the way the user reads it
+# (the optimizer: one that TrainConfig.DEFAULT_LR names).
 _SAVED_SETTINGS = {
     "epochs": (lambda v: _whole(v, 1, MAX_EPOCHS), f"a whole number from 1 to {MAX_EPOCHS}"),
     "batch_size": (
@@ -108,7 +115,6 @@ _SAVED_SETTINGS = {
         f"a whole number from 1 to {MAX_BATCH_SIZE}",
     ),
     "lr": (lambda v: v is None or _number(v, positive=True), "a positive float32 number"),
-    "optimizer": (lambda v: v in OPTIMIZERS, "one of " + ", ".join(OPTIMIZERS)),
     "momentum": (
         lambda v: _number(v, positive=False) and v < 1,
         "a number from 0 up to, not including, 1",
@@ -123,10 +129,11 @@ _SAVED_SETTINGS = {
 SHOWN = 60  # characters of a saved value a message shows: a file may hold megabytes of text
 
 
-def _check_saved_settings(saved: dict[str, Any], path: Path) -> None:
+def _check_saved_settings(saved: dict[str, Any], path: Path, optimizers: Sequence[str]) -> None:
     """TrainError unless every saved setting is one a run can continue with (a checkpoint
     edited by hand, or written by other code, must not end in a traceback mid-run)."""
-    for name, (valid, wanted) in _SAVED_SETTINGS.items():
+    choices = (lambda v: v in optimizers, "one of " + ", ".join(optimizers))
+    for name, (valid, wanted) in {**_SAVED_SETTINGS, "optimizer": choices}.items():
         if name in saved and not valid(saved[name]):
             value = printable(repr(saved[name]), SHOWN)
             problem = f"its saved setting {name}={value} is not {wanted}"
@@ -171,7 +178,7 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
         run.points = list(checkpoint.points)  # older checkpoints have none
         run.best_accuracy = float(checkpoint.best_val_accuracy)
         run.epochs_done = checkpoint.epochs_done
-        run.position = None if where is None else Position(**where)
+        run.position = where  # checked by Checkpoint.load: a dict of POSITION's entries
     except Exception as error:
         raise TrainError(f"{run.last_path} cannot be resumed: {devices.one_line(error)}") from error
     change = split_change(checkpoint.data_split, run.dataset.split)
@@ -247,7 +254,8 @@ def print_header(run: Run, found: devices.Discovery, resumed: bool) -> None:
     it writes, and what a resumed run continues."""
     cfg, out, last = run.cfg, run.out, run.last_path
     accelerator = project_accelerator()
-    say(f"{project_title()}: LeNet-5, {run.parameters:,} parameters, float32")
+    parameters = sum(p.numel() for p in run.model.parameters())
+    say(f"{project_title()}: LeNet-5, {parameters:,} parameters, float32")
     say(f"  device  : {run.option.describe()}  [--device {cfg.device}]")
     for missing in found.unavailable:
         if missing.installed or missing.kind == accelerator.replace("cuda-legacy", "cuda"):
@@ -277,7 +285,7 @@ def print_header(run: Run, found: devices.Discovery, resumed: bool) -> None:
     elif resumed:
         where = f"epoch {run.epochs_done + 1}"
         if run.position is not None:
-            where += f", batch {run.position.batch + 1}"
+            where += f", batch {run.position['batch'] + 1}"
         say(f"  resuming: {last} at {where}")
     elif last.exists():
         say(f"  note    : this new run replaces the one in {out} (--resume would continue it)")

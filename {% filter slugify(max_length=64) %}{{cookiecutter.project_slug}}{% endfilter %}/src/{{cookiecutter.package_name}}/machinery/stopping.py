@@ -7,6 +7,8 @@
 - ``finite`` is the NaN guard: the loop checks the running loss whenever it reads it back.
 - ``gpu_failures_explained``: a GPU whose driver cannot run an operator raises a RuntimeError
   in the middle of a step; the user gets what failed, what is saved and what to do.
+- ``training_stops_cleanly``: all of these around the epoch loop, and a checkpoint that cannot
+  be written (a full disk) as one sentence too.
 """
 
 from __future__ import annotations
@@ -117,6 +119,26 @@ def ctrl_c_stops_gracefully(stop: StopSignal, kept: Callable[[], str]) -> Iterat
     finally:
         if installed and previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def training_stops_cleanly(run: Any) -> Iterator[None]:
+    """Around train.py's epoch loop (``run`` is its ``Run``): Ctrl+C saves and stops, a GPU
+    that cannot run an operator and a checkpoint that cannot be written stop with one
+    sentence each, which says what is kept."""
+    from .checkpoints import CheckpointWriteError  # torch: not imported before it is needed
+
+    def kept() -> str:
+        saved = run.last_path.exists() and not run.cfg.dry_run
+        return what_is_kept(run.last_path, run.epochs_done, saved)
+
+    with ctrl_c_stops_gracefully(run.stop, kept), gpu_failures_explained(run.option, kept):
+        try:
+            yield
+        except CheckpointWriteError as error:  # a full disk: the files written before are whole
+            raise TrainError(
+                f"{error} Training stopped; the last good checkpoint is kept."
+            ) from error
 
 
 def finite(value: float) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .. import data
 from ..datasets import folder
@@ -30,11 +30,9 @@ from .cli import (
 )
 from .command_entry import command, write_err
 from .console import say
-from .optim import OPTIMIZERS
 from .stopping import EXIT_INTERRUPTED, Interrupted, TrainError
 
-if TYPE_CHECKING:  # train.py imports this module
-    from ..train import TrainConfig
+TrainConfig = Any  # train.py's settings: passed in (``config_class``), never imported here
 
 # Beyond these a run cannot be meant: a year of epochs, a batch larger than any dataset here.
 MAX_EPOCHS = 100_000
@@ -69,7 +67,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     },
     "lr": {"type": positive_float, "help": _lr_help},
     "optimizer": {
-        "choices": OPTIMIZERS,
+        "choices": lambda defaults: tuple(defaults.DEFAULT_LR),  # the optimizers train.py builds
         "help": "sgd: SGD with Nesterov momentum (--momentum); adam: Adam (a lerp-free version "
         "on DirectML)",
     },
@@ -141,8 +139,9 @@ def build_parser(config_class: type[TrainConfig]) -> argparse.ArgumentParser:
         annotation = str(getattr(setting.type, "__name__", setting.type))
         spec = dict(OPTIONS.get(name) or _by_type(annotation))
         spec.setdefault("help", f"the setting {name} of TrainConfig in train.py")
-        if callable(spec["help"]):
-            spec["help"] = spec["help"](defaults)
+        for key in ("help", "choices"):
+            if callable(spec.get(key)):
+                spec[key] = spec[key](defaults)
         if isinstance(default, bool):
             spec = {"action": "store_false" if default else "store_true", "help": spec["help"]}
         else:
