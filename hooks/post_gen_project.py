@@ -14,6 +14,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 # One table: (question, answer) -> paths that answer removes from the generated project.
@@ -191,12 +192,24 @@ CONDA_NOT_FOUND = [
     "and open a new terminal; on Linux and macOS run `conda init` once (for Miniforge:",
     "~/miniforge3/bin/conda init) and open a new terminal.",
 ]
+# The widest line of prose the steps print (commands keep their own lines, whatever their width).
+WIDTH = 80
+
+
+VERIFY = "'1. Verify install'"  # a run configuration's name: one word to wrap
+
+
+def wrap(text: str) -> list:
+    """A sentence or two as lines of at most WIDTH characters; a name is never split."""
+    text = text.replace(VERIFY, VERIFY.replace(" ", "\0"))
+    lines = textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False)
+    return [line.replace("\0", " ") for line in lines]
 
 
 def default_file(answers: dict) -> str:
-    return {"conda": "environment.yml", "uv": "pyproject.toml's default group"}.get(
-        answers["env_manager"], "requirements.txt"
-    )
+    if answers["env_manager"] == "uv":
+        return f"the {answers['accelerator']} group of pyproject.toml"
+    return "environment.yml" if answers["env_manager"] == "conda" else "requirements.txt"
 
 
 UV_NOT_FOUND = [
@@ -206,55 +219,60 @@ UV_NOT_FOUND = [
 ]
 
 
-def environment_steps(answers: dict, project_dir: Path, best=None) -> list:
+def default_platforms(answers: dict) -> tuple:
+    """Where the default stack runs, from the stack table's platforms: whether Windows, and the
+    name of its other systems ("Linux and macOS", "Linux", "WSL2"; "" for none)."""
+    stack = answers.get("_stacks", {}).get(answers["accelerator"], {})
+    platforms = stack.get("platforms", "Windows, Linux, macOS")
+    posix = " and ".join(name for name in ("Linux", "macOS") if name in platforms)
+    return "Windows" in platforms, posix or ("WSL2" if "WSL2" in platforms else "")
+
+
+def environment_steps(answers: dict, best=None) -> list:
     """The README's "In a terminal" steps for this environment manager, as printed lines:
-    the default file's, or ``best``'s (another environment, for this machine only)."""
-    slug = answers["project_slug"]
-    cd = f"  cd {quoted(project_dir)}"
-    conda = answers["env_manager"] == "conda"
-    if answers["env_manager"] == "uv":
-        if best is not None:
-            return [cd, *(f"  {command}" for command in best["commands"]["uv"]), *UV_NOT_FOUND]
-        sync = f"  uv sync --group {answers['accelerator']}"  # the default group is dev alone
-        return [
-            "On Windows:", cd, sync, "  .venv\\Scripts\\activate",
-            "On Linux and macOS:", cd, sync, "  source .venv/bin/activate",
-            *UV_NOT_FOUND,
-        ]  # fmt: skip
+    the default file's (on the systems its stack runs on), or ``best``'s (another
+    environment, for this machine only)."""
+    manager = answers["env_manager"]
     if best is not None:
-        commands = best["commands"]["conda" if conda else "venv"]
-        return [cd, *(f"  {command}" for command in commands), *(CONDA_NOT_FOUND if conda else [])]
-    if conda:
-        return [cd, "  conda env create -f environment.yml", f"  conda activate {slug}",
+        commands = best["commands"][manager if manager in ("conda", "uv") else "venv"]
+        found = {"conda": CONDA_NOT_FOUND, "uv": UV_NOT_FOUND}.get(manager, [])
+        return [*(f"  {command}" for command in commands), *found]
+    if manager == "conda":
+        slug = answers["project_slug"]
+        return ["  conda env create -f environment.yml", f"  conda activate {slug}",
                 *CONDA_NOT_FOUND]  # fmt: skip
     version = answers["python_version"]
-    return [
-        "On Windows:",
-        cd,
-        f"  py -{version} -m venv .venv",
-        "  .venv\\Scripts\\activate",
-        "  pip install -r requirements.txt",
-        "On Linux and macOS:",
-        cd,
-        f"  python{version} -m venv .venv",
-        "  source .venv/bin/activate",
-        "  pip install -r requirements.txt",
-    ]
+    if manager == "uv":
+        sync = f"  uv sync --group {answers['accelerator']}"  # the default group is dev alone
+        windows = [sync, "  .venv\\Scripts\\activate"]
+        posix = [sync, "  source .venv/bin/activate"]
+    else:
+        install = "  pip install -r requirements.txt"
+        windows = [f"  py -{version} -m venv .venv", "  .venv\\Scripts\\activate", install]
+        posix = [f"  python{version} -m venv .venv", "  source .venv/bin/activate", install]
+    on_windows, others = default_platforms(answers)
+    steps = ["On Windows:", *windows] if on_windows else []
+    steps += [f"On {others}:", *posix] if others else []
+    return steps + (UV_NOT_FOUND if manager == "uv" else [])
 
 
-def environment_choice(answers: dict, best) -> list:
-    """Why the steps below use another file than the default one (nothing when they do not)."""
+def environment_choice(answers: dict, best, found) -> list:
+    """Which environment the steps below create, and why."""
+    default, file = answers["accelerator"], default_file(answers)
     if best is None:
-        return []
-    stack, default = best["stack"], answers["accelerator"]
+        fits = isinstance(found, dict) and found.get("stack") == default
+        why = "the one the check above found best for this machine"
+        if not fits:
+            why = "or, where it does not fit, the one `python doctor.pyz` names"
+        return wrap(f"Create the {default} environment ({file}), {why}:")
+    stack = best["stack"]
     if best.get("no_conda"):
-        return [f"They create the {stack} environment with venv: conda has no Windows on ARM",
-                "build (the check above says why)."]  # fmt: skip
-    return [
-        f"They create the {stack} environment, the one the check above found best for this",
-        f"machine. {default_file(answers)} is the {default} environment, for the machines it was",
-        "chosen for (verify_install names the file that fits each machine).",
-    ]
+        return wrap(f"Create the {stack} environment with venv: conda has no Windows on ARM "
+                    "build (the check above says why):")  # fmt: skip
+    return wrap(
+        f"Create the {stack} environment, the one the check above found best for this machine "
+        f"({file} is the {default} environment, for the machines it fits):"
+    )
 
 
 def editor_steps(answers: dict, best) -> list:
@@ -269,10 +287,11 @@ def editor_steps(answers: dict, best) -> list:
         stack = best["stack"]
         name = f"{answers['project_slug']}-{stack}" if conda else f".venv-{stack}"
         kind = "Conda" if conda else "Virtualenv"
-        offered = f", not the {answers['accelerator']} one it offers from {default_file(answers)}"
+        file = default_file(answers)
+        offered = f" (not the {answers['accelerator']} one PyCharm offers from {file})"
         interpreter = (
-            f"create the {stack} environment with the commands above in its Terminal"
-            f"{offered if conda else ''}, then select it: Settings > Python Interpreter > Add "
+            f"create the {stack} environment in its Terminal with the commands above"
+            f"{offered if conda else ''}, and select it: Settings > Python Interpreter > Add "
             f"Interpreter > Add Local Interpreter > {kind} > {name}"
         )
         vscode_interpreter = f"create the {stack} environment as above and select {name}"
@@ -281,16 +300,16 @@ def editor_steps(answers: dict, best) -> list:
 
 
 def ide_lines(answers: dict, pycharm: str, vscode: str) -> list:
-    """One line for each chosen editor: ``pycharm`` and ``vscode`` say how to get the
-    interpreter; both lines end at the first run configuration."""
+    """A paragraph for each chosen editor: ``pycharm`` and ``vscode`` say how to get the
+    interpreter; both end at the first run configuration."""
     steps = []
     if answers["ide"] in ("pycharm", "both"):
-        steps.append(
-            f"In PyCharm: File > Open the folder, {pycharm}, then run '1. Verify install' and "
-            "the numbered steps after it from the run configurations at the top right."
+        steps += wrap(
+            f"In PyCharm: File > Open the folder, {pycharm}. Then run {VERIFY} and "
+            "the numbered run configurations after it (top right)."
         )
     if answers["ide"] in ("vscode", "both"):
-        steps.append(f"In VS Code: {vscode}, then run '1. Verify install' from Run and Debug.")
+        steps += wrap(f"In VS Code: {vscode}, then run {VERIFY} from Run and Debug.")
     return steps
 
 
@@ -311,19 +330,17 @@ def device_steps(answers: dict, best) -> list:
 
 def uv_editor_steps(answers: dict, best) -> list:
     """The editors with a uv project: both use the project's .venv that `uv sync` makes."""
-    default = answers["accelerator"]
+    select = "Settings > Python Interpreter > Add Interpreter > Add Local Interpreter > uv > "
     if best is None:
         pycharm = (
-            "let it set up the uv environment it offers (its `uv sync` installs the dev tools, "
-            f"no stack), then run `uv sync --group {default}` in its Terminal; or select .venv: "
-            "Settings > Python Interpreter > Add Interpreter > Add Local Interpreter > uv > "
-            "Select existing"
+            "accept the uv environment it offers (a plain `uv sync`: the dev tools, no stack), "
+            f"then run `uv sync --group {answers['accelerator']}` in its Terminal (or select "
+            f".venv yourself: {select}Select existing)"
         )
     else:
         pycharm = (
-            f"run the commands above in its Terminal, then select .venv: Settings > Python "
-            f"Interpreter > Add Interpreter > Add Local Interpreter > uv > Select existing (a "
-            f"plain `uv sync` installs no stack and removes {best['stack']}: sync with "
+            f"run the commands above in its Terminal, and select .venv: {select}Select existing "
+            f"(a plain `uv sync` installs no stack and removes {best['stack']}: sync with "
             f"`--group {best['stack']}`)"
         )
     vscode = "open the folder after `uv sync`, select .venv's interpreter"
@@ -339,19 +356,20 @@ def next_steps(answers: dict, project_dir: Path, best=None) -> str:
     package = answers["package_name"]
     steps = [
         "Next steps in a terminal:",
-        # The check above, as every laptop in a room runs it first: nothing is installed yet.
         f"  cd {quoted(project_dir)}",
-        "  python doctor.pyz   (first, on any laptop: it names the environment that fits)",
-        *environment_choice(answers, best),
+        *environment_choice(answers, best, found),
+        *environment_steps(answers, best),
     ]
-    steps += environment_steps(answers, project_dir, best)
     if best is None:
         steps += device_steps(answers, found)
     steps += [
-        "Then, in the project folder:",
+        "Then, in that environment, check the install and train (synthetic digits: no download):",
         f"  python -m {package}.verify_install",
-        f"  python -m {package}.train --dataset synthetic --epochs 1   (no download needed)",
+        f"  python -m {package}.train --dataset synthetic --epochs 1",
         f"  python -m {package}.train",
+        # The check above is the doctor's: every other laptop in a room runs it first.
+        *wrap("On another laptop, run `python doctor.pyz` in the project folder first: it "
+              "checks that laptop and prints the commands for the environment that fits it."),
         "Put it under version control. pre-commit's first run downloads its checks (it needs",
         "the network once; offline, leave out the two pre-commit lines until you are online);",
         "after that it checks every commit, offline too:",
@@ -359,7 +377,7 @@ def next_steps(answers: dict, project_dir: Path, best=None) -> str:
         "  git add .",
         "  pre-commit run --all-files",
         "  pre-commit install",
-    ]
+    ]  # fmt: skip
     return "\n".join(steps + editor_steps(answers, best))
 
 

@@ -214,11 +214,26 @@ def test_the_next_steps_create_the_environment_the_check_recommends(
         assert create in steps
         assert "conda env create -f environment.yml" not in steps
         assert "pip install -r requirements.txt" not in steps
-        assert (
-            f"the {best} environment, the one the check above found best for this machine" in steps
-        )
-        assert f"is the {default} environment, for the machines it was chosen for" in steps
+        assert f"Create the {best} environment, the one the check above found best" in steps
+        assert f"is the {default} environment, for the machines it fits" in steps
         interpreter = f"{slug}-{best}" if conda else f".venv-{best}"
         for editor in ("In PyCharm:", "In VS Code:"):
             sentence = steps.partition(editor)[2].partition(" In ")[0]
             assert (interpreter in sentence) == bool(sentence), editor
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [{}, {"env_manager": "venv", "ide": "both"}, {"env_manager": "uv", "ide": "both"}],
+    ids=["default", "venv", "uv"],
+)
+def test_the_hooks_output_fits_100_columns_and_goes_into_the_folder_once(bake, answers):
+    """A terminal of 100 columns shows every line whole; only the project's path, which no
+    line breaks, may make its line wider (here a test's temporary folder)."""
+    baked = bake(**answers)
+
+    assert_generated_without_traceback(baked)
+    path = str(baked.path.resolve())
+    lines = [line.replace(path, "<project>") for line in baked.output.splitlines()]
+    assert [line.strip() for line in lines if "cd " in line] == ["cd <project>"]
+    assert [line for line in lines if len(line) > 100] == []

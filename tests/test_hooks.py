@@ -38,6 +38,11 @@ def answers(**overrides) -> dict:
     return data
 
 
+def flat(text: str) -> str:
+    """Printed prose as one line: the hook wraps it."""
+    return " ".join(text.split())
+
+
 @pytest.fixture
 def pre_gen(tmp_path):
     return load_hook("pre_gen_project", answers(), tmp_path)
@@ -157,10 +162,10 @@ def test_next_steps_of_a_uv_project_sync_and_activate_the_venv(post_gen, tmp_pat
     steps = post_gen.next_steps(answers(env_manager="uv", ide="both"), tmp_path).splitlines()
 
     # The project's stack by name: a plain `uv sync` installs the dev group alone.
-    assert steps.count("  uv sync --group directml") == 2  # Windows, then Linux and macOS
+    assert steps.count("  uv sync --group directml") == 2  # Windows, then WSL2
     assert "  .venv\\Scripts\\activate" in steps and "  source .venv/bin/activate" in steps
     assert not any("pip install" in line or "conda" in line for line in steps)
-    pycharm = next(line for line in steps if line.startswith("In PyCharm"))
+    pycharm = flat("\n".join(steps).partition("In PyCharm")[2])
     assert "`uv sync --group directml`" in pycharm and "uv > Select existing" in pycharm
 
 
@@ -176,9 +181,9 @@ def test_a_uv_projects_steps_for_another_stack_are_the_doctors_one_command(post_
     }  # fmt: skip
     steps = post_gen.next_steps(answers(env_manager="uv"), tmp_path, best)
 
+    assert "a plain `uv sync` installs no stack and removes cpu" in flat(steps)
     assert "\n  uv sync --python 3.11 --no-default-groups --group dev --group cpu\n" in steps
     assert "conda" not in steps and ".venv-cpu" not in steps
-    assert "a plain `uv sync` installs no stack and removes cpu" in steps
 
 
 def test_a_conda_project_on_windows_on_arm_gets_venv_steps_for_the_doctors_stack(
@@ -199,8 +204,8 @@ def test_a_conda_project_on_windows_on_arm_gets_venv_steps_for_the_doctors_stack
 
         assert "\n  py -V:3.12-arm64 -m venv .venv-cpu\n" in steps, steps
         assert "conda env create" not in steps and "Miniforge" not in steps
-        assert "with venv: conda has no Windows on ARM" in steps
-        assert "Virtualenv > .venv-cpu" in steps
+        assert "with venv: conda has no Windows on ARM" in flat(steps)
+        assert "Virtualenv > .venv-cpu" in flat(steps)
 
 
 def test_the_hook_marks_the_doctors_no_conda_finding_on_its_recommendation(post_gen, monkeypatch):
@@ -385,3 +390,26 @@ def test_the_refusals_command_keeps_a_dollar_in_the_output_folder(pre_gen, tmp_p
         "cookiecutter", "--replay-file", str(out / "answers.json"), "-o", str(out),
         "gh:someone/dml-template",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("env_manager", ["conda", "venv", "uv"])
+@pytest.mark.parametrize("accelerator", ["directml", "rocm-windows", "cpu"])
+def test_next_steps_fit_100_columns_and_go_into_the_folder_once(
+    post_gen, tmp_path, env_manager, accelerator
+):
+    """The default file's steps (the check agreed, or could not tell), in either editor."""
+    chosen = answers(env_manager=env_manager, accelerator=accelerator, ide="both")
+    for best in (None, {"stack": accelerator, "commands": {}}):
+        lines = post_gen.next_steps(chosen, tmp_path, best).splitlines()
+
+        assert [line for line in lines if len(line) > 100] == []
+        assert [line.strip() for line in lines if "cd " in line] == [f"cd {tmp_path}"]
+
+
+def test_a_windows_only_stack_gets_no_linux_or_macos_steps(post_gen, tmp_path):
+    for env_manager in ("venv", "uv"):
+        chosen = answers(env_manager=env_manager, accelerator="rocm-windows")
+        steps = post_gen.next_steps(chosen, tmp_path)
+
+        assert "On Windows:" in steps and "  .venv\\Scripts\\activate" in steps
+        assert "Linux" not in steps.split("Then,")[0] and "source .venv" not in steps
