@@ -24,6 +24,8 @@ from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
     cli,
     devices,
+    discovery,
+    startup,
     terminal_text,
     train_command,
 )
@@ -522,3 +524,39 @@ def test_a_setting_added_to_train_config_gets_its_option_typed_by_its_annotation
     assert parser.parse_args([]).label_smoothing == 0.1
     with pytest.raises(SystemExit):
         parser.parse_args(["--warmup-epochs", "many"])
+
+
+DIRECTML_TORCH = "2.4.1"  # the torch that torch-directml pins: the directml environment's
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "torch_version", "code", "noted"),
+    [
+        ("directml", "2.14.1+cpu", discovery.NOT_INSTALLED, False),  # the doctor's cpu environment
+        ("directml", DIRECTML_TORCH, discovery.NOT_INSTALLED, True),  # its own, without the package
+        ("cpu", "2.14.1+cpu", discovery.NOT_INSTALLED, False),
+        ("cuda", "2.14.1+cpu", discovery.NOT_BUILT, False),  # the cpu environment of a cuda project
+        ("cuda", "2.14.1+cu130", discovery.NO_DEVICE, True),  # the cuda environment, no GPU seen
+    ],
+)
+def test_the_header_notes_a_missing_backend_only_in_the_environment_made_for_it(
+    capsys, monkeypatch, cpu_discovery, small_synthetic, tmp_path,
+    accelerator, torch_version, code, noted,
+):  # fmt: skip
+    """The cpu environment that the doctor names for a machine without a GPU trains on the CPU
+    without a word about the default stack; the default stack's own environment, missing its
+    backend, says why at every run."""
+    kind = "directml" if accelerator == "directml" else "cuda"
+    missing = devices.Unavailable(kind, "its reason", installed=False, code=code)
+    found = devices.Discovery(cpu_discovery.options, [missing])
+    monkeypatch.setattr(devices, "discover", lambda probes=None: found)
+    monkeypatch.setattr(startup.this_project, "accelerator", lambda: accelerator)
+    monkeypatch.setattr(startup.this_project, "directml_torch", lambda: DIRECTML_TORCH)
+    monkeypatch.setattr(startup.torch, "__version__", torch_version)
+
+    code_, text, _ = run_train(
+        capsys, "--dataset", "synthetic", "--dry-run", "--output-dir", str(tmp_path)
+    )
+
+    assert code_ == 0
+    assert (f"note    : {kind} not used: its reason" in text) is noted, text

@@ -22,6 +22,7 @@ from . import checkpoints, devices, distributed, output_lock, run_folders, this_
 from .checkpoints import LAST, RUN_SETTINGS
 from .cli import FLOAT32_MAX, MAX_SEED
 from .console import say
+from .discovery import NOT_BUILT
 from .ranks import current
 from .stopping import TrainError, finite
 from .terminal_text import printable
@@ -249,6 +250,21 @@ def project_accelerator() -> str:
     return this_project.accelerator()
 
 
+def worth_a_note(missing: devices.Unavailable, accelerator: str) -> bool:
+    """A backend that is installed and failed, or the project's own one missing from the
+    environment made for it. Another environment of the project (the cpu one the doctor names
+    for a machine without a GPU) lacks it by design: no note; verify_install says which
+    environment fits."""
+    if missing.installed:
+        return True
+    if missing.kind != accelerator.replace("cuda-legacy", "cuda"):
+        return False
+    if missing.kind == "directml":  # the directml environment is the one with its torch
+        pinned = this_project.directml_torch()
+        return not pinned or str(torch.__version__).split("+")[0] == pinned
+    return missing.code != NOT_BUILT  # a torch without CUDA: another environment's
+
+
 def print_header(run: Run, found: devices.Discovery, resumed: bool) -> None:
     """What a run prints before its first epoch: the device, the data, the settings, where
     it writes, and what a resumed run continues."""
@@ -258,7 +274,7 @@ def print_header(run: Run, found: devices.Discovery, resumed: bool) -> None:
     say(f"{project_title()}: LeNet-5, {parameters:,} parameters, float32")
     say(f"  device  : {run.option.describe()}  [--device {cfg.device}]")
     for missing in found.unavailable:
-        if missing.installed or missing.kind == accelerator.replace("cuda-legacy", "cuda"):
+        if worth_a_note(missing, accelerator):
             say(f"  note    : {missing.kind} not used: {missing.reason}")
     say(f"  data    : {run.dataset.description}")
     for note in run.dataset.notes:  # a folder's left-out folders and skipped files
