@@ -350,3 +350,17 @@ def test_the_readme_tree_names_only_what_a_default_bake_has(bake_once):
     assert "src/lenet_mnist/train.py" in named and "doctor.pyz" in named
     for path in named:
         assert (baked.path / path).exists(), f"the README's tree names {path}, which is not baked"
+
+
+@pytest.mark.parametrize("env_manager", ["conda", "venv", "uv"])
+def test_a_rocm_windows_readme_gives_windows_steps_only(bake_once, env_manager):
+    """AMD's ROCm build for Windows runs on Windows alone: the README's terminal steps run the
+    doctor first, then the default file's Windows commands, and name no Linux or macOS."""
+    baked = bake_once(accelerator="rocm-windows", env_manager=env_manager)
+    for name, heading in (("README.md", "### In a terminal"), ("README.zh-CN.md", "### 在终端中")):
+        steps = baked.read(name).split(heading, 1)[1].split("python -m lenet_mnist.verify", 1)[0]
+
+        assert "python doctor.pyz" in steps, name
+        assert "source .venv/bin/activate" not in steps and "Linux" not in steps, name
+        assert "macOS" not in steps, name
+        assert env_manager == "conda" or ".venv\\Scripts\\activate" in steps, name

@@ -242,6 +242,43 @@ def test_the_first_run_is_on_the_first_screen(document, heading):
         )
 
 
+TERMINAL_HEADINGS = [("README.md", "### In a terminal"), ("README.zh-CN.md", "### 在终端中")]
+
+
+def terminal_steps(document: str, heading: str) -> str:
+    """The README's "In a terminal" steps up to the first run: how the environment is made."""
+    section = read(document).split(f"\n{heading}\n", 1)[1]
+    return section.split(f"python -m {PACKAGE}.verify_install", 1)[0]
+
+
+@pytest.mark.parametrize("document,heading", TERMINAL_HEADINGS)
+def test_the_terminal_steps_run_the_doctor_before_making_an_environment(document, heading):
+    """The doctor names the environment that fits the machine; the default file's commands
+    follow it, as what it prints where the default stack fits."""
+    steps = terminal_steps(document, heading)
+    commands = ("conda env create", "-m venv", "uv sync")
+    makes = [steps.index(command) for command in commands if command in steps]
+
+    assert makes, steps
+    assert "python doctor.pyz" in steps and steps.index("python doctor.pyz") < min(makes)
+
+
+@pytest.mark.parametrize("document,heading", TERMINAL_HEADINGS)
+def test_the_terminal_steps_name_only_the_systems_the_default_stack_runs_on(document, heading):
+    """A Windows-only stack (rocm-windows) gets no Linux or macOS activation, a Linux-only one
+    (rocm) no Windows steps: the stack table's platforms decide."""
+    project = json.loads(read("environments/project.json"))
+    platforms = project["stacks"][project["accelerator"]]["platforms"]
+    steps = terminal_steps(document, heading)
+    if "Windows" not in platforms:
+        assert "Windows" not in steps and ".venv\\Scripts" not in steps, steps
+    if "Linux" not in platforms and "WSL2" not in platforms:
+        assert "source .venv/bin/activate" not in steps, steps
+    for system in ("Linux", "macOS"):
+        if system not in platforms:
+            assert system not in steps, steps
+
+
 # ---------------------------------------------------------------- run configurations
 
 
