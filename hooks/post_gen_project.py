@@ -201,7 +201,8 @@ VERIFY = "'1. Verify install'"  # a run configuration's name: one word to wrap
 
 def wrap(text: str) -> list:
     """A sentence or two as lines of at most WIDTH characters; a name is never split."""
-    text = text.replace(VERIFY, VERIFY.replace(" ", "\0"))
+    # A menu path breaks after its ">", never before: no line starts with ">".
+    text = text.replace(VERIFY, VERIFY.replace(" ", "\0")).replace(" >", "\0>")
     lines = textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False)
     return [line.replace("\0", " ") for line in lines]
 
