@@ -100,3 +100,27 @@ def test_train_settings_read_without_torch_are_train_pys():
         (f.name, f.default) for f in dataclasses.fields(train.TrainConfig)
     ]
     assert read.DEFAULT_LR == train.TrainConfig.DEFAULT_LR
+
+
+@pytest.mark.parametrize("program", ["lenet-train", "lenet-train.exe", "lenet-train-script.py"])
+def test_a_console_script_answers_help_too(program, monkeypatch, capsys):
+    """``pip install -e .`` puts the commands on the PATH: their --help is as quick."""
+    from importlib.metadata import EntryPoint
+
+    script = EntryPoint("lenet-train", f"{PACKAGE}.train:main", "console_scripts")
+    monkeypatch.setattr(quick_help, "_console_scripts", lambda: [script])
+    monkeypatch.setattr(sys, "argv", [str(Path("bin", program)), "--help"])
+    with pytest.raises(SystemExit) as caught:
+        quick_help.answer_console_script_help()
+    assert caught.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m {PACKAGE}.train ")
+
+
+def test_another_program_named_like_a_command_is_left_alone(monkeypatch, capsys):
+    from importlib.metadata import EntryPoint
+
+    script = EntryPoint("other-train", "other.train:main", "console_scripts")
+    monkeypatch.setattr(quick_help, "_console_scripts", lambda: [script])
+    monkeypatch.setattr(sys, "argv", ["other-train", "--help"])
+    quick_help.answer_console_script_help()  # returns: not one of this project's
+    assert capsys.readouterr().out == ""

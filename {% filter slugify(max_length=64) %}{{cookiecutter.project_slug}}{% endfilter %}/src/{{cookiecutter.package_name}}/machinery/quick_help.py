@@ -4,7 +4,8 @@
 Each command's file calls ``answer_help`` before its imports, when it runs as a program: with
 ``-h`` or ``--help`` among its arguments, the command's own parser (``parsers``; train's from
 ``train_command`` and the settings in train.py) prints the help and the program ends there.
-Standard library only. Anything this cannot build leaves the help to the command, as before.
+The project's console scripts get the same from the package's ``__init__``. Standard library
+only. Anything this cannot build leaves the help to the command, as before.
 """
 
 from __future__ import annotations
@@ -37,6 +38,32 @@ def answer_help(command: str, argv: Sequence[str] | None = None) -> None:
     except Exception:  # a settings class that needs torch itself, say: the command answers
         return
     parser.parse_args(argv)  # ends the program: the help (0), or an option given wrong (2)
+
+
+def answer_console_script_help() -> None:
+    """The same for the project's console scripts (``<project>-train --help``, installed by
+    ``pip install -e .``): the program is one of them when its name is one of the entry points
+    that run a command of this package."""
+    program = Path(sys.argv[0]).name
+    for suffix in (".exe", "-script.pyw", "-script.py"):  # the launchers on Windows
+        if program.lower().endswith(suffix):
+            program = program[: -len(suffix)]
+    package = (__package__ or "").rpartition(".")[0]
+    for script in _console_scripts():
+        module, _, function = script.value.partition(":")
+        command = module.rpartition(".")[2]
+        if script.name == program and module == f"{package}.{command}" and function == "main":
+            answer_help(command)
+            return
+
+
+def _console_scripts() -> list:
+    from importlib import metadata
+
+    found = metadata.entry_points()
+    if hasattr(found, "select"):  # Python 3.10+
+        return list(found.select(group="console_scripts"))
+    return list(found.get("console_scripts", []))
 
 
 def build_parser(command: str) -> Any:
