@@ -15,3 +15,7 @@ if sys.argv[:1] == ["-m"]:
     from .machinery.command_entry import quiet_ctrl_c_while_loading
 
     quiet_ctrl_c_while_loading()
+elif "-h" in sys.argv or "--help" in sys.argv:  # a console script (<project>-train --help)
+    from .machinery.quick_help import answer_console_script_help
+
+    answer_console_script_help()  # at once, before torch loads

@@ -20,7 +20,11 @@ if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow
 
     run_as_module(__file__)
 
-import argparse
+if __name__ == "__main__":  # --help answers at once, before torch loads (seconds)
+    from .machinery.quick_help import answer_help
+
+    answer_help("benchmark")
+
 import itertools
 import sys
 import time
@@ -30,22 +34,15 @@ from typing import Callable
 import torch
 
 from . import data
-from .machinery import devices, metrics, this_project
-from .machinery.cli import (
-    add_device_option,
-    command_parser,
-    whole_number,
-)
+from .machinery import devices, metrics, parsers, this_project
 from .machinery.command_entry import command, write_err, write_out
 from .machinery.console import epoch_bar
 from .model import LeNet5, to_device
 from .train import build_optimizer, train_step
 
-DEFAULT_BATCHES = 200
-DEFAULT_WARMUP = 10
+DEFAULT_BATCHES = parsers.BENCHMARK_BATCHES
+DEFAULT_WARMUP = parsers.BENCHMARK_WARMUP
 POOL_BATCHES = 50  # distinct batches of digits; more batches repeat them
-MAX_BATCHES = 1_000_000  # hours on a CPU already
-MAX_BATCH_SIZE = 16_384  # LeNet's activations for such a batch take about 400 MB
 
 
 @dataclass
@@ -156,31 +153,7 @@ def format_timings(timings: list[Timing]) -> str:
     return "\n".join([table, *failures])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(
-        f"{__package__ or '<package>'}.benchmark",
-        "Time one training epoch of LeNet-5 (synthetic digits) on each device.",
-    )
-    parser.add_argument(
-        "--batches",
-        type=whole_number(1, MAX_BATCHES),
-        default=DEFAULT_BATCHES,
-        help=f"batches per epoch (at most {MAX_BATCHES:,})",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=whole_number(1, MAX_BATCH_SIZE),
-        default=128,
-        help=f"images per training step (at most {MAX_BATCH_SIZE:,})",
-    )
-    parser.add_argument(
-        "--warmup",
-        type=whole_number(1, MAX_BATCHES),
-        default=DEFAULT_WARMUP,
-        help="untimed batches first",
-    )
-    add_device_option(parser, "time", several=True)
-    return parser
+build_parser = parsers.benchmark  # in machinery/parsers.py: --help answers before torch loads
 
 
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback

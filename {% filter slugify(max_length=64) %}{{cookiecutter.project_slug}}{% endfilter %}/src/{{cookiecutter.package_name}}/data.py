@@ -28,6 +28,11 @@ if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow
 
     run_as_module(__file__)
 
+if __name__ == "__main__":  # --help answers at once, before torch loads (seconds)
+    from .machinery.quick_help import answer_help
+
+    answer_help("data")
+
 import math
 import sys
 from dataclasses import dataclass, field, replace
@@ -39,7 +44,7 @@ import torch
 from .datasets import folder, mnist, synthetic
 from .datasets.folder import LoaderSplit
 from .datasets.folder_split import folder_split, split_record
-from .machinery.cli import add_data_dir_option, command_parser
+from .machinery import parsers
 from .machinery.command_entry import command
 from .machinery.terminal_text import printable
 
@@ -286,13 +291,7 @@ def load_dataset(
 
 @command  # Ctrl+C: one line, no traceback
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = command_parser(
-        f"{__package__ or '<package>'}.data",
-        "Download MNIST into the data directory (run once while online), so that training "
-        "works offline later.",
-    )
-    add_data_dir_option(parser)
-    args = parser.parse_args(argv)
+    args = parsers.data().parse_args(argv)  # machinery/parsers.py: --help before torch loads
     try:
         train, test = load_mnist(args.data_dir, download=True)
     except mnist.MNISTUnavailable as error:

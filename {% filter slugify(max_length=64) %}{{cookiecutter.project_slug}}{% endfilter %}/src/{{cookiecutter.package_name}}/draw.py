@@ -17,7 +17,11 @@ if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow
 
     run_as_module(__file__)
 
-import argparse
+if __name__ == "__main__":  # --help answers at once, before torch loads (seconds)
+    from .machinery.quick_help import answer_help
+
+    answer_help("draw")
+
 import io
 import sys
 import threading
@@ -29,14 +33,7 @@ import torch
 
 from . import data
 from .datasets import handwriting
-from .machinery import checkpoints, devices, onnx_runtime, run_folders
-from .machinery.cli import (
-    add_checkpoint_option,
-    add_device_option,
-    add_output_dir_option,
-    add_runtime_option,
-    command_parser,
-)
+from .machinery import checkpoints, devices, onnx_runtime, parsers, run_folders
 from .machinery.command_entry import command
 from .machinery.page_server import PageServer, RequestError
 from .machinery.terminal_text import printable
@@ -248,20 +245,7 @@ def make_server(reader: Reader, port: int = 0) -> PageServer:
     return PageServer(pages, {"/predict": predict_endpoint(reader)}, port)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(
-        f"{__package__ or '<package>'}.draw",
-        "A page on this computer where you draw a digit and your model reads it.",
-    )
-    add_output_dir_option(parser)
-    add_checkpoint_option(parser)
-    add_device_option(parser, "run the model on", "used with --runtime torch")
-    add_runtime_option(parser)
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
-    parser.add_argument(
-        "--no-browser", action="store_true", help="print the address, do not open a browser"
-    )
-    return parser
+build_parser = parsers.draw  # in machinery/parsers.py: --help answers before torch loads
 
 
 @command  # a console that cannot show a character, Ctrl+C: one line, no traceback

@@ -20,7 +20,11 @@ if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow
 
     run_as_module(__file__)
 
-import argparse
+if __name__ == "__main__":  # --help answers at once, before torch loads (seconds)
+    from .machinery.quick_help import answer_help
+
+    answer_help("evaluate")
+
 import json
 import math
 import sys
@@ -32,22 +36,13 @@ import torch
 from . import data
 from .datasets import folder, folder_split, mnist
 from .datasets.folder_split import split_change
-from .machinery import checkpoints, devices, metrics, onnx_runtime, plots, run_folders
-from .machinery.cli import (
-    add_checkpoint_option,
-    add_data_dir_option,
-    add_device_option,
-    add_output_dir_option,
-    command_parser,
-    whole_number,
-)
+from .machinery import checkpoints, devices, metrics, onnx_runtime, parsers, plots, run_folders
 from .machinery.command_entry import command, write_err, write_out
+from .machinery.parsers import EVAL_BATCH_SIZE
 from .machinery.terminal_text import printable
 from .model import NUM_CLASSES, LeNet5, to_device
-from .train import EVAL_BATCH_SIZE
 
 TEST_METRICS_JSON = "test_metrics.json"
-MAX_BATCH_SIZE = 100_000  # more than the MNIST test set: one batch
 
 
 class EvaluationError(Exception):
@@ -323,32 +318,7 @@ def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Pat
     return [drawn, numbers]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    package = __package__ or "<package>"
-    parser = command_parser(
-        f"{package}.evaluate",
-        "Test accuracy, per-class accuracy and a confusion matrix of a checkpoint.",
-    )
-    add_output_dir_option(parser)
-    add_checkpoint_option(parser)
-    parser.add_argument(
-        "--onnx",
-        type=Path,
-        default=None,
-        metavar="MODEL",
-        help=f"an exported model (python -m {package}.export) to run with ONNX Runtime instead "
-        "of a checkpoint",
-    )
-    add_device_option(parser, "evaluate on", "with --onnx: auto or cpu")
-    add_data_dir_option(parser, default=None)
-    parser.add_argument(
-        "--batch-size",
-        type=whole_number(1, MAX_BATCH_SIZE),
-        default=EVAL_BATCH_SIZE,
-        help="images evaluated at once: more is faster and needs more memory, the accuracy is "
-        f"the same (at most {MAX_BATCH_SIZE:,})",
-    )
-    return parser
+build_parser = parsers.evaluate  # in machinery/parsers.py: --help answers before torch loads
 
 
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback

@@ -22,7 +22,11 @@ if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow
 
     run_as_module(__file__)
 
-import argparse
+if __name__ == "__main__":  # --help answers at once, before torch loads (seconds)
+    from .machinery.quick_help import answer_help
+
+    answer_help("export")
+
 import contextlib
 import io
 import json
@@ -36,14 +40,7 @@ import torch
 
 from . import data
 from .datasets import folder, mnist
-from .machinery import checkpoints, onnx_runtime, run_folders
-from .machinery.cli import (
-    add_checkpoint_option,
-    add_data_dir_option,
-    add_output_dir_option,
-    command_parser,
-    whole_number,
-)
+from .machinery import checkpoints, onnx_runtime, parsers, run_folders
 from .machinery.command_entry import command, write_err, write_out
 from .machinery.terminal_text import printable
 from .model import NUM_CLASSES, LeNet5
@@ -266,24 +263,7 @@ def format_comparison(result: Comparison) -> str:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(
-        f"{__package__ or '<package>'}.export",
-        "Export a checkpoint to ONNX and check it with ONNX Runtime on the CPU.",
-    )
-    add_output_dir_option(parser)
-    add_checkpoint_option(parser)
-    parser.add_argument(
-        "--output", type=Path, default=None, help=f"the ONNX file (default: {ONNX_NAME} beside it)"
-    )
-    add_data_dir_option(parser, default=None)
-    parser.add_argument(
-        "--check-images",
-        type=whole_number(1, 1_000_000),
-        default=None,
-        help="compare on the first N test images (default: all of them)",
-    )
-    return parser
+build_parser = parsers.export  # in machinery/parsers.py: --help answers before torch loads
 
 
 @command  # Ctrl+C and a stdout that cannot be written: one line, no traceback

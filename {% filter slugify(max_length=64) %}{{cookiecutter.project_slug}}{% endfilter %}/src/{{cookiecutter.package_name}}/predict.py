@@ -243,5 +243,7 @@ if __name__ == "__main__":
                 "This file is a module: `from predict import Model` in your program."
             ) from None
         script.run_as_module(__file__)
+    help_first = __import__(f"{__package__}.machinery.quick_help", fromlist=["answer_help"])
+    help_first.answer_help("predict")  # at once, before torch loads (seconds)
     command = __import__(f"{__package__}.machinery.predict_command", fromlist=["main"])
     raise SystemExit(command.main())

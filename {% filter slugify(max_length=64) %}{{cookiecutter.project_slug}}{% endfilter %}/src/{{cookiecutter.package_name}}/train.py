@@ -20,6 +20,11 @@ if __name__ == "__main__" and not __package__:  # run as a file (PyCharm's arrow
 
     run_as_module(__file__)
 
+if __name__ == "__main__":  # --help answers at once, before torch loads (seconds)
+    from .machinery.quick_help import answer_help
+
+    answer_help("train")
+
 import math
 import sys
 import time
@@ -44,9 +49,9 @@ from .machinery import (
     train_command,
 )
 from .machinery.optim import LerpFreeAdam
+from .machinery.parsers import EVAL_BATCH_SIZE  # images per validation batch (evaluate's too)
 from .model import LeNet5, to_device
 
-EVAL_BATCH_SIZE = 1000
 # The gradients' total norm is capped at this. LeNet has no normalisation layer, and with
 # momentum a few outsized steps near the schedule's peak undid what a run had learnt: on the
 # synthetic digits the loss jumped from 0.75 to 2.9 before it recovered, which looks broken.

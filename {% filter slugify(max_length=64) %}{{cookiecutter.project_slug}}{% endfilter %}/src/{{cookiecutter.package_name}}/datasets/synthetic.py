@@ -2,7 +2,7 @@
 
 Not MNIST, but close enough in look (white strokes on black, 20 px tall in a 28x28 image) that
 LeNet-5 learns them the same way: for offline machines, quick demos and tests. The distortions
-are strong enough that one epoch of the default recipe reaches about 96-97 % on the held-out
+are strong enough that one epoch of the default recipe reaches about 97 % on the held-out
 test digits, not 99.6 %: a change to the model or the settings then shows in the numbers.
 Each digit is a few polylines; every copy is rotated, slanted, scaled, shifted and wobbled,
 then drawn with an anti-aliased pen whose width and ink vary. Vectorised: a batch of images

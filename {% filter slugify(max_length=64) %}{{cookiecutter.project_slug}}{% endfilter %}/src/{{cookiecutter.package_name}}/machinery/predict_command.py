@@ -9,7 +9,6 @@ exported model.onnx with ONNX Runtime (``predict.Model``) instead. The models ar
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -17,13 +16,7 @@ from typing import Sequence
 import torch
 
 from .. import draw
-from .cli import (
-    add_checkpoint_option,
-    add_device_option,
-    add_output_dir_option,
-    add_runtime_option,
-    command_parser,
-)
+from . import parsers
 from .command_entry import command, write_err, write_out
 from .terminal_text import printable
 
@@ -145,19 +138,7 @@ def answer_line(path: Path, answer: dict) -> str:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    package = (__package__ or "<package>.").rpartition(".")[0]
-    parser = command_parser(
-        f"{package}.predict",
-        "Print the digit your trained model reads in each picture (PNG): dark ink on light "
-        "paper or a light digit on black, any size; it is prepared like MNIST's digits.",
-    )
-    parser.add_argument("pictures", nargs="+", type=Path, metavar="PICTURE", help="a PNG file")
-    add_output_dir_option(parser)
-    add_checkpoint_option(parser)
-    add_device_option(parser, "run the model on", "used with --runtime torch")
-    add_runtime_option(parser)
-    return parser
+build_parser = parsers.predict  # in parsers.py: --help answers before torch loads
 
 
 @command  # a console that cannot show a character, Ctrl+C: one line, no traceback

@@ -13,10 +13,6 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import data
-from ..datasets import folder
-from ..datasets.folder import FolderUnavailable
-from . import distributed
 from .cli import (
     add_data_dir_option,
     add_device_option,
@@ -43,6 +39,8 @@ BATCH_SIZE = whole_number(1, MAX_BATCH_SIZE)
 
 def dataset_name(text: str) -> str:
     """--dataset: mnist, synthetic or folder:PATH."""
+    from .. import data  # imports torch: here, so that --help alone answers without it
+
     if not data.is_dataset(text) or text == "folder:":
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a dataset: use mnist, synthetic or folder:PATH (a folder with one "
@@ -154,6 +152,8 @@ def main(
     argv: Sequence[str] | None, train: Callable[..., Any], config_class: type[TrainConfig]
 ) -> int:
     """Parse ``argv``, run ``train(config, explicit=...)``, turn its errors into exit codes."""
+    from . import distributed  # torch: imported here, so that the parser (--help) needs none
+
     code = command(lambda args: _main(args, train, config_class))(argv)
     return distributed.end_process(code)  # TORCHRUN: ends here, without Python's finalization
 
@@ -161,6 +161,9 @@ def main(
 def _main(
     argv: Sequence[str] | None, train: Callable[..., Any], config_class: type[TrainConfig]
 ) -> int:
+    from ..datasets import folder
+    from . import distributed
+
     parser = build_parser(config_class)
     args = parser.parse_args(argv)
     explicit = [name for name, value in vars(args).items() if value != parser.get_default(name)]
@@ -179,7 +182,7 @@ def _main(
         if not distributed.keeps_quiet(error):  # under torchrun rank 0 says it, once
             write_err(f"error: {error}")
         return error.exit_code
-    except FolderUnavailable as error:  # a picture changed after the check, mid-epoch
+    except folder.FolderUnavailable as error:  # a picture changed after the check, mid-epoch
         write_err(f"error: {folder.one_sentence(error)}")
         return 2
     return 0
