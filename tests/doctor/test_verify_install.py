@@ -241,6 +241,15 @@ def test_asking_for_a_device_that_is_not_there_names_the_available_ones(machine,
     assert "not available" in chosen["found"] and "cpu (CPU" in chosen["found"]
 
 
+def test_a_device_that_is_not_there_is_said_without_a_class_name(machine, capsys):
+    """verify_install's line once began "DeviceNotAvailable: ..."."""
+    machine(unavailable=[LIBD3D12])
+    checkup.main(["--verbose", "--device", "directml:0"])
+    said = capsys.readouterr().out
+
+    assert "Device 'directml:0' is not available" in said and "DeviceNotAvailable" not in said
+
+
 def test_an_adapter_name_is_printed_and_written_without_the_nul_of_its_c_string(machine, capsys):
     """torch_directml.device_name() gave 'NVIDIA GeForce GTX 470\\x00' on a real machine."""
     fake_directml = SimpleNamespace(
