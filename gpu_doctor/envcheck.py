@@ -53,7 +53,8 @@ def _environment_rules(facts: Facts) -> list[Finding]:
 def _venv_rules(facts: Facts) -> list[Finding]:
     if facts.context == "hook":  # the project was generated a moment ago: no .venv yet
         return []
-    return project_venv.check_venv(facts.project)
+    in_use = [] if facts.context == "first" else project_venv.check_interpreter(facts.project)
+    return project_venv.check_venv(facts.project) + in_use
 
 
 def gpu_findings(

@@ -352,3 +352,29 @@ def test_an_empty_uv_venv_of_the_best_stack_shows_one_environment_row(tmp_path, 
 
     rows = [f.code for f in findings if areas.area_of(f) == "Environment"]
     assert rows == ["ENV-VENV-INCOMPLETE"]
+
+
+def test_a_uv_project_checked_with_another_python_says_its_fixes_act_on_venv(
+    tmp_path, monkeypatch
+):
+    """uv sync and uv pip install into .venv: run from a conda environment or a system Python,
+    the report described one Python and repaired another, without a word."""
+    from gpu_doctor import project_venv
+
+    folder = project_folder(tmp_path, torch=True)  # a complete .venv, not the Python in use
+    monkeypatch.setattr(project_venv, "project_folder", lambda: folder)
+    project = project_for("uv", load_project().accelerator)
+    package = project.package_name
+
+    findings = envcheck.run_checks(context="project", project=project)
+
+    (other,) = [f for f in findings if f.code == "ENV-NOT-PROJECT-VENV"]
+    assert other.status == WARN and f"This Python ({sys.prefix}) is not the project's .venv" in (
+        other.found
+    )
+    assert f"`uv run python -m {package}.verify_install`" in other.fix
+    in_venv = project_venv.check_interpreter(project, folder, prefix=str(folder / ".venv"))
+    assert in_venv == []
+    assert project_venv.check_interpreter(project_for("venv", "cpu"), folder, sys.prefix) == []
+    (no_venv,) = project_venv.check_interpreter(project, tmp_path / "none", sys.prefix)
+    assert "create .venv with `uv sync --no-default-groups --group dev" in no_venv.fix
