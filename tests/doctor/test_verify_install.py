@@ -45,6 +45,7 @@ from gpu_doctor import (
     facts,
     first_look,
     probes,
+    project_venv,
     render,
     stepwise,
 )
@@ -744,6 +745,8 @@ def situation(monkeypatch):
         packages = installed_pins(chosen) if installed == "pins" else installed
         # The environment this test runs in must not leak in: its name and its torch.
         monkeypatch.setattr(active_environment, "environment_stack", lambda *args, **kwargs: None)
+        # ...nor its Python, which is no project's .venv: the student's is (uv's fixes act on it).
+        monkeypatch.setattr(project_venv, "check_interpreter", lambda project: [])
         directml = "torch-directml" in packages
         faked_stack = active_environment.stack_of_torch(packages.get("torch"), directml)
         monkeypatch.setattr(active_environment, "installed_stack", lambda *args: faked_stack)
