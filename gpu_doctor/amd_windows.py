@@ -32,6 +32,20 @@ STACK = "rocm-windows"
 # amdhip64_<N>.dll, N the HIP major version: a driver installs one, an upgrade may leave two.
 HIP_DLL_NAME = re.compile(r"amdhip64_(\d{1,4})\.dll", re.IGNORECASE)
 HIP_ERROR_NO_DEVICE = 100  # hipErrorNoDevice
+# hipError_t (HIP's include/hip/hip_runtime_api.h): the statuses a device query may answer,
+# named and said in words, since a bare number tells the user nothing.
+HIP_ERRORS = {
+    1: ("hipErrorInvalidValue", "the runtime refused the call's arguments"),
+    2: ("hipErrorOutOfMemory", "the runtime ran out of memory"),
+    3: ("hipErrorNotInitialized", "the runtime could not start"),
+    4: ("hipErrorDeinitialized", "the runtime was shut down"),
+    35: ("hipErrorInsufficientDriver", "the driver is older than this HIP runtime"),
+    100: ("hipErrorNoDevice", "it sees no AMD GPU"),
+    101: ("hipErrorInvalidDevice", "it has no device with that number"),
+    209: ("hipErrorNoBinaryForGpu", "it has no code for this GPU"),
+    801: ("hipErrorNotSupported", "this GPU or driver does not support the call"),
+    999: ("hipErrorUnknown", "an unknown error in the runtime"),
+}
 HIP_TIMEOUT = 5.0
 # hipDeviceProp_t: R0600 is 1472 bytes with gcnArchName[256] at 1160; R0000 has it at 396.
 # The buffer is larger than either, so a newer runtime writing a longer struct stays inside.
@@ -140,7 +154,9 @@ class HipError(OSError):
                 "enable the AMD GPU if it is disabled, or install AMD's Adrenalin driver if it "
                 "runs on Microsoft Basic Display Adapter, then restart"
             )
-        return f"HIP runtime: {self.dll}: {self.function} returned {self.status}"
+        name, meaning = HIP_ERRORS.get(self.status, ("", ""))
+        said = f"{name}, {meaning}" if name else "a HIP error status"
+        return f"HIP runtime: {self.dll}: {self.function} failed with {self.status} ({said})"
 
 
 def read_hip(

@@ -36,6 +36,7 @@ import errno
 import importlib
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -356,7 +357,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="FILE",
         help="write the report (JSON with --json) to FILE in UTF-8 instead of the screen: a "
         "report that the room summary reads, whatever the console's encoding; written when the "
-        "checks are done, and only over a report of this command, never over another file",
+        "checks are done, and only over a report of this command, never over another file "
+        "(a pipe or a device, such as >(cat) or /dev/null, is written to as it is)",
     )
     parser.add_argument(
         "--cpu-fallback-ok",
@@ -377,10 +379,37 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     device.type = device_request  # checked now: a name that is no device is a usage error (2)
     args = parser.parse_args(argv)
     if args.output is not None:  # checked now, before the checks take their time
-        refusal = output_refusal(args.output)
+        refusal = folder_refusal(_raw_output(argv), args.output) or output_refusal(args.output)
         if refusal:
             parser.error(refusal)
     return args
+
+
+def _raw_output(argv: Sequence[str] | None) -> str:
+    """--output's value as typed: Path() drops the trailing slash that says "a folder"."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    raw = ""
+    for index, word in enumerate(words):
+        option, equals, value = word.partition("=")
+        if len(option) < 4 or not "--output".startswith(option):  # argparse takes --out too
+            continue
+        if equals:
+            raw = value
+        elif index + 1 < len(words):
+            raw = words[index + 1]
+    return raw
+
+
+def folder_refusal(raw: str, path: Path) -> str:
+    """``--output newdir/`` names a folder, never a file called newdir: refused as an
+    existing folder is, one sentence."""
+    separators = ("/", os.sep) + ((os.altsep,) if os.altsep else ())
+    if not raw.endswith(separators) or path.is_dir():
+        return ""  # an existing folder: output_refusal's sentence
+    return (
+        f"--output {raw} ends with a slash but there is no folder {path}: name a file, such as "
+        "report.txt, or a folder that is there"
+    )
 
 
 # How every report this command writes begins: the text and -v title, the Markdown heading, the
@@ -402,9 +431,22 @@ def is_report(path: Path) -> bool:
     return REPORT_BEGINNINGS.match(text) is not None
 
 
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` is there and no regular file: a pipe such as ``>(cat)`` (a /dev/fd
+    path), a FIFO or a device such as /dev/null. It is written to as it is, never opened to be
+    read (a FIFO's open blocks until someone writes) nor replaced by a rename."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def output_refusal(path: Path) -> str:
     """Why ``--output path`` cannot be written, in one sentence; '' when it can."""
     folder = path.parent
+    if is_stream(path):
+        return ""  # asked for, like the shell's `> path`: nothing there to keep
     if path.is_dir():
         return f"--output {path} is a folder: name a file in it, such as {path / 'report.txt'}"
     if not folder.is_dir():
@@ -423,7 +465,15 @@ def output_refusal(path: Path) -> str:
 def save_report(path: Path, render: Callable[[IO[str]], str]) -> None:
     """Write ``render(stream)`` to ``path`` whole or not at all: into a temporary file beside
     it, then renamed over it, so Ctrl+C or a full disk leaves the old report or none, never a
-    part. One sentence (OutputFailed, exit 74) when it cannot be written."""
+    part. One sentence (OutputFailed, exit 74) when it cannot be written. A pipe or a device
+    is written to directly: a rename would replace it, not write into it."""
+    if is_stream(path):
+        try:
+            with open(path, "w", encoding="utf-8") as stream:
+                stream.write(render(stream))
+        except OSError as error:
+            raise OutputFailed(_not_written(path, error)) from None
+        return
     try:
         handle, temporary = tempfile.mkstemp(
             prefix=f".{path.name}.", suffix=".part", dir=path.parent

@@ -53,7 +53,8 @@ def _environment_rules(facts: Facts) -> list[Finding]:
 def _venv_rules(facts: Facts) -> list[Finding]:
     if facts.context == "hook":  # the project was generated a moment ago: no .venv yet
         return []
-    return project_venv.check_venv(facts.project)
+    in_use = [] if facts.context == "first" else project_venv.check_interpreter(facts.project)
+    return project_venv.check_venv(facts.project) + in_use
 
 
 def gpu_findings(
@@ -134,4 +135,13 @@ def run_checks(
             findings.append(internal_error(describe_error(error)))
     if details is not None and facts.details() is not None:
         details["recommendation"] = facts.details()
-    return findings
+    return one_environment_row(findings)
+
+
+def one_environment_row(findings: list[Finding]) -> list[Finding]:
+    """An empty or half-made .venv is the Environment row: "Best for this machine: X, which is
+    the default environment" beside it is a second row that says nothing to do, and its stack
+    is the one the .venv's fix installs. (A better stack elsewhere is another matter: kept.)"""
+    if not any(finding.code == "ENV-VENV-INCOMPLETE" for finding in findings):
+        return findings
+    return [finding for finding in findings if finding.code != "ENV-BEST"]

@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from pathlib import Path
 from typing import Sequence
 
+from . import project as project_file
 from .commands import command, write_out
 from .envcheck import run_checks
 from .project import load_project
@@ -59,15 +61,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         env_manager, package = "", "<package>"
     if any(finding.code == "ENV-ARM64-NO-CONDA" for finding in findings):
         env_manager = "venv"  # no conda on Windows on ARM: that finding says why
+    elsewhere = _elsewhere()  # the commands' paths are the project's: run them there
     chosen = (
         f"The environment for this machine: {recommendation['stack']} "
-        f"({recommendation.get('why', '')}). Create it, in this folder:"
+        f"({recommendation.get('why', '')}). Create it, in "
+        f"{'the project folder' if elsewhere else 'this folder'}:"
     )
     write_out("\n" + textwrap.fill(chosen, width=line_width(None)))
+    if elsewhere:
+        write_out(f'  cd "{elsewhere}"')
     for line in create_commands(recommendation, env_manager):
         write_out(f"  {line}")
     write_out(f"Then check it, PyTorch included: python -m {package}.verify_install")
     return 0
+
+
+def _elsewhere() -> str:
+    """The project folder when the first look runs from another folder; "" in it."""
+    root = Path(project_file.PROJECT_ROOT)
+    try:
+        return "" if Path.cwd().resolve() == root.resolve() else str(root)
+    except OSError:  # the current folder was deleted: name the project's
+        return str(root)
 
 
 if __name__ == "__main__":

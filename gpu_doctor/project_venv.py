@@ -22,6 +22,7 @@ from .project import Project
 
 CODES = {
     "ENV-VENV-INCOMPLETE": "The project's .venv has no Python, or Python without its packages.",
+    "ENV-NOT-PROJECT-VENV": "A uv project checked with a Python that is not its .venv.",
 }
 VENV = ".venv"
 NO_PYTHON, NO_PACKAGES = "no-python", "no-packages"
@@ -86,6 +87,38 @@ def check_venv(
     brief = BRIEFS[state]
     status = FAIL if in_use else WARN
     return [Finding("Environment", status, found, fix, code="ENV-VENV-INCOMPLETE", brief=brief)]
+
+
+def check_interpreter(
+    project: Project, folder: Path | None = None, prefix: str | None = None
+) -> list[Finding]:
+    """A uv project whose doctor runs on another Python than its .venv (a conda environment,
+    a system Python): every uv fix (``uv sync``, ``uv pip``) acts on .venv, not on the Python
+    in use, so the report would describe one environment and repair another. Said once, with
+    how to check .venv instead. An empty .venv is check_venv's."""
+    folder = project_folder() if folder is None else folder
+    if folder is None or project.env_manager != "uv":
+        return []
+    venv = folder / VENV
+    prefix = sys.prefix if prefix is None else prefix
+    if _same_folder(Path(prefix), venv) or venv_state(venv):
+        return []
+    check = f"uv run python -m {project.package_name}.verify_install"
+    if venv.is_dir():
+        then = f"check .venv instead: `{check}` (in PyCharm or VS Code, select .venv's Python)"
+    else:
+        then = f"create .venv with `{uv_sync(project)}`, then check it: `{check}`"
+    return [
+        Finding(
+            "Environment",
+            WARN,
+            f"This Python ({prefix}) is not the project's .venv, which this uv project's fixes "
+            "(uv sync, uv pip) install into: they would not change the Python checked here.",
+            f"Work in the project's .venv: {then}.",
+            code="ENV-NOT-PROJECT-VENV",
+            brief="Not the project's .venv: the fixes act on .venv.",
+        )
+    ]
 
 
 def _uv_words(state: str, project: Project) -> tuple[str, str]:

@@ -66,9 +66,19 @@ def hiding(kind: str, code: str, environ: Mapping[str, str] | None = None) -> li
     found = []
     for variable in VARIABLES[runtime]:
         value = environ.get(variable)
-        if value is not None and (value.strip() or variable in EMPTY_HIDES):
+        if value is None or names_the_first_gpu(value):
+            continue
+        if value.strip() or variable in EMPTY_HIDES:
             found.append((variable, value))
     return found
+
+
+def names_the_first_gpu(value: str) -> bool:
+    """Whether ``value`` lists GPU 0 first ("0", "0,1"): a GPU every machine with one has, so
+    the variable hides nothing and a torch that sees no GPU has another cause (the driver).
+    Other indices and UUIDs cannot be checked against the system's count here: still named."""
+    first = value.split(",")[0].strip()
+    return first.isdigit() and int(first) == 0
 
 
 def shown(value: str) -> str:

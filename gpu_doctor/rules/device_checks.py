@@ -162,11 +162,13 @@ def discovery_failed(error: BaseException) -> Finding:
 
 
 def not_available(error: BaseException) -> Finding:
-    """The device asked for with --device is not there (the error names what is)."""
+    """The device asked for with --device is not there (the error names what is): its message
+    only, since a class name such as DeviceNotAvailable means nothing to a student."""
+    message = str(error).strip().rstrip(".")
     return Finding(
         "Chosen",
         WARN,
-        f"{describe_error(error)}",
+        message or describe_error(error),
         "Pick one of the available devices.",
         code="DEVICE-NOT-AVAILABLE",
     )

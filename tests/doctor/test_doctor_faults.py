@@ -332,3 +332,49 @@ def test_a_full_disk_makes_no_empty_report_and_says_no_file_was_made(tmp_path, c
         "so no file was made: free some space on that disk, or name a file on another one "
         "with --output.\n"
     )
+
+
+def test_an_empty_uv_venv_of_the_best_stack_shows_one_environment_row(tmp_path, monkeypatch):
+    """Once two rows: "Best for this machine: cpu, which is the default environment" and
+    ".venv is empty": the empty .venv is the one thing the Environment area has to say."""
+    from gpu_doctor import project_venv
+    from gpu_doctor.gpus import GpuScan
+    from gpu_doctor.os_info import OsInfo
+
+    linux = OsInfo("Linux", "6.11.0-19-generic", "#19~24.04.1-Ubuntu SMP", "x86_64")
+    folder = project_folder(tmp_path)
+    monkeypatch.setattr(project_venv, "project_folder", lambda: folder)
+    project = project_for("uv", "cpu")
+
+    findings = envcheck.run_checks(
+        context="project", project=project, os_facts=linux, gpu_scan=GpuScan([])
+    )
+
+    rows = [f.code for f in findings if areas.area_of(f) == "Environment"]
+    assert rows == ["ENV-VENV-INCOMPLETE"]
+
+
+def test_a_uv_project_checked_with_another_python_says_its_fixes_act_on_venv(
+    tmp_path, monkeypatch
+):
+    """uv sync and uv pip install into .venv: run from a conda environment or a system Python,
+    the report described one Python and repaired another, without a word."""
+    from gpu_doctor import project_venv
+
+    folder = project_folder(tmp_path, torch=True)  # a complete .venv, not the Python in use
+    monkeypatch.setattr(project_venv, "project_folder", lambda: folder)
+    project = project_for("uv", load_project().accelerator)
+    package = project.package_name
+
+    findings = envcheck.run_checks(context="project", project=project)
+
+    (other,) = [f for f in findings if f.code == "ENV-NOT-PROJECT-VENV"]
+    assert other.status == WARN and f"This Python ({sys.prefix}) is not the project's .venv" in (
+        other.found
+    )
+    assert f"`uv run python -m {package}.verify_install`" in other.fix
+    in_venv = project_venv.check_interpreter(project, folder, prefix=str(folder / ".venv"))
+    assert in_venv == []
+    assert project_venv.check_interpreter(project_for("venv", "cpu"), folder, sys.prefix) == []
+    (no_venv,) = project_venv.check_interpreter(project, tmp_path / "none", sys.prefix)
+    assert "create .venv with `uv sync --no-default-groups --group dev" in no_venv.fix

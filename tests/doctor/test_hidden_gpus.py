@@ -104,6 +104,15 @@ def test_without_a_hiding_variable_the_advice_is_unchanged(accelerator, kind, re
         assert "check that `nvidia-smi` lists the GPU" in line.fix
 
 
+@pytest.mark.parametrize("value", ["0", "0,1", " 0 "])
+def test_a_variable_that_names_the_first_gpu_is_not_blamed_and_the_driver_advice_stays(value):
+    """CUDA_VISIBLE_DEVICES=0 on a one-GPU machine is valid: torch seeing no GPU is the driver's."""
+    line = unavailable_line("cuda", "cuda", CUDA_NONE, {"CUDA_VISIBLE_DEVICES": value})
+
+    assert "CUDA_VISIBLE_DEVICES" not in line.fix
+    assert "check that `nvidia-smi` lists the GPU" in line.fix
+
+
 def test_a_cuda_failure_with_the_variable_set_keeps_its_own_reason():
     # The variable is set, but torch saw the GPU and failed on it: the failure's advice stands.
     reason = "CUDA failed to initialise: RuntimeError: CUDA driver version is insufficient"

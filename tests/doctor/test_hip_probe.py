@@ -140,7 +140,8 @@ def test_when_both_property_calls_fail_the_first_failure_is_named(tmp_path):
         amd_windows.read_hip([system32], Loader({"amdhip64_7.dll": hip}))
 
     assert str(failed.value) == (
-        "HIP runtime: amdhip64_7.dll: hipGetDevicePropertiesR0600(device 0) returned 1"
+        "HIP runtime: amdhip64_7.dll: hipGetDevicePropertiesR0600(device 0) failed with 1 "
+        "(hipErrorInvalidValue, the runtime refused the call's arguments)"
     )
 
 
@@ -177,4 +178,21 @@ def test_other_hip_failures_keep_the_call_and_its_status(tmp_path):
 
     _, problem = amd_windows.scan_targets([xtx], read)
 
-    assert problem == "HIP runtime: amdhip64_7.dll: hipGetDeviceCount returned 999"
+    assert problem == (
+        "HIP runtime: amdhip64_7.dll: hipGetDeviceCount failed with 999 "
+        "(hipErrorUnknown, an unknown error in the runtime)"
+    )
+
+
+def test_an_invalid_device_from_the_property_call_is_named_not_a_bare_number(tmp_path):
+    """101 from hipGetDeviceProperties once read "returned 101": the user learns nothing."""
+    system32 = dlls(tmp_path / "System32", "amdhip64_7.dll")
+    hip = FakeHip([XTX], r0600=101, r0000=101)
+
+    with pytest.raises(OSError) as failed:
+        amd_windows.read_hip([system32], Loader({"amdhip64_7.dll": hip}))
+
+    assert str(failed.value) == (
+        "HIP runtime: amdhip64_7.dll: hipGetDevicePropertiesR0600(device 0) failed with 101 "
+        "(hipErrorInvalidDevice, it has no device with that number)"
+    )

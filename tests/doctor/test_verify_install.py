@@ -45,6 +45,7 @@ from gpu_doctor import (
     facts,
     first_look,
     probes,
+    project_venv,
     render,
     stepwise,
 )
@@ -239,6 +240,15 @@ def test_asking_for_a_device_that_is_not_there_names_the_available_ones(machine,
     assert code == 3
     (chosen,) = findings(report, "Chosen", WARN)
     assert "not available" in chosen["found"] and "cpu (CPU" in chosen["found"]
+
+
+def test_a_device_that_is_not_there_is_said_without_a_class_name(machine, capsys):
+    """verify_install's line once began "DeviceNotAvailable: ..."."""
+    machine(unavailable=[LIBD3D12])
+    checkup.main(["--verbose", "--device", "directml:0"])
+    said = capsys.readouterr().out
+
+    assert "Device 'directml:0' is not available" in said and "DeviceNotAvailable" not in said
 
 
 def test_an_adapter_name_is_printed_and_written_without_the_nul_of_its_c_string(machine, capsys):
@@ -735,6 +745,8 @@ def situation(monkeypatch):
         packages = installed_pins(chosen) if installed == "pins" else installed
         # The environment this test runs in must not leak in: its name and its torch.
         monkeypatch.setattr(active_environment, "environment_stack", lambda *args, **kwargs: None)
+        # ...nor its Python, which is no project's .venv: the student's is (uv's fixes act on it).
+        monkeypatch.setattr(project_venv, "check_interpreter", lambda project: [])
         directml = "torch-directml" in packages
         faked_stack = active_environment.stack_of_torch(packages.get("torch"), directml)
         monkeypatch.setattr(active_environment, "installed_stack", lambda *args: faked_stack)
@@ -1934,3 +1946,57 @@ def test_the_hook_the_first_look_the_summary_and_v_give_the_same_fixes_the_same_
                     for number, names, words in numbered_fixes(summary)]  # fmt: skip
         assert numbered_fixes(before_torch) == [fix for fix in expected if fix[1]], before_torch
     assert hook.strip() in first  # the hook prints what the first look prints
+
+
+# ------------------------------------------------------------- --output: pipes, devices, folders
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_output_into_a_fifo_runs_the_checks_and_writes_the_report_into_it(machine, tmp_path):
+    """`--output >(cat)` or a FIFO: never opened to be read (that blocked before any check),
+    written to when the checks are done."""
+    machine()
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    received, codes = [], []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text(encoding="utf-8")))
+    doctor = threading.Thread(target=lambda: codes.append(checkup.main(["--output", str(fifo)])))
+    for thread in (reader, doctor):
+        thread.daemon = True
+        thread.start()
+
+    doctor.join(60)
+    hung = doctor.is_alive()
+    if hung:  # a writer that comes and goes lets the blocked readers return
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    reader.join(60)
+
+    assert not hung, "verify_install --output FIFO hung"
+    assert codes == [3] and received and received[0].startswith("verify_install: ")
+
+
+@pytest.mark.skipif(not os.path.exists(os.devnull) or os.name != "posix", reason="POSIX device")
+def test_output_to_dev_null_writes_there_and_never_says_to_delete_it(machine, capsys):
+    machine()
+
+    code = checkup.main(["--output", os.devnull])
+
+    said = capsys.readouterr()
+    assert code == 3 and "delete" not in said.err + said.out
+    assert said.out == f"Report written to {os.devnull}: cpu-fallback.\n"
+    assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+
+
+def test_output_with_a_trailing_slash_names_a_folder_never_a_file(machine, capsys, tmp_path):
+    """argparse's Path drops the slash: `--output newdir/` once wrote a file called newdir."""
+    machine()
+    folder = str(tmp_path / "newdir") + "/"
+
+    with pytest.raises(SystemExit) as done:
+        checkup.main(["--output", folder])
+
+    assert done.value.code == 2 and list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        f"error: --output {folder} ends with a slash but there is no folder "
+        f"{tmp_path / 'newdir'}: name a file, such as report.txt, or a folder that is there"
+    )

@@ -20,7 +20,7 @@ from gpu_doctor import areas, envcheck, first_look, onnx_runtime_check, os_info
 from gpu_doctor.findings import FAIL, NO_ACTION, OK, WARN
 from gpu_doctor.gpus import Gpu, GpuScan
 from gpu_doctor.os_info import OsInfo
-from gpu_doctor.project import Project, load_project
+from gpu_doctor.project import PROJECT_ROOT, Project, load_project
 from gpu_doctor.rules import system
 
 CPU = {
@@ -608,3 +608,31 @@ def test_a_working_npu_speaks_for_the_area_and_needs_no_windows_ml(monkeypatch):
     if not found:
         pytest.skip("ONNX Runtime is not installed in this environment")
     assert found[0] is npu and "ORT-WINDOWS-ML" not in [f.code for f in found]
+
+
+def test_the_first_look_from_another_folder_says_to_go_to_the_project_folder(
+    monkeypatch, capsys, tmp_path
+):
+    """Its commands name the project's files: "in this folder" was wrong from elsewhere."""
+    project = this_project("cpu", (3, 12, 8), "venv")
+    real_run_checks = envcheck.run_checks
+
+    def on_a_laptop(context, details):
+        return real_run_checks(
+            context, project, (3, 12, 8), 64, INTEL_X64, GpuScan([IRIS_XE]), details=details
+        )
+
+    monkeypatch.setattr(first_look, "run_checks", on_a_laptop)
+    monkeypatch.setattr(first_look, "load_project", lambda: project)
+    monkeypatch.chdir(tmp_path)
+    assert first_look.main([]) == 0
+    out = capsys.readouterr().out
+
+    assert "in this folder" not in " ".join(out.split())
+    assert "Create it, in the project folder:" in " ".join(out.split())
+    assert f'  cd "{PROJECT_ROOT}"\n' in out
+
+    monkeypatch.chdir(PROJECT_ROOT)
+    assert first_look.main([]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Create it, in this folder:" in out and "cd " not in out
