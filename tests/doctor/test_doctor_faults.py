@@ -354,9 +354,7 @@ def test_an_empty_uv_venv_of_the_best_stack_shows_one_environment_row(tmp_path, 
     assert rows == ["ENV-VENV-INCOMPLETE"]
 
 
-def test_a_uv_project_checked_with_another_python_says_its_fixes_act_on_venv(
-    tmp_path, monkeypatch
-):
+def test_a_uv_project_checked_with_another_python_says_its_fixes_act_on_venv(tmp_path, monkeypatch):
     """uv sync and uv pip install into .venv: run from a conda environment or a system Python,
     the report described one Python and repaired another, without a word."""
     from gpu_doctor import project_venv

@@ -215,17 +215,17 @@ def test_the_report_names_what_made_the_environment(tmp_path, files, installer, 
 
 @pytest.mark.parametrize(
     "args",
-    [["src/gpu_doctor"], ["-m", "{{ cookiecutter.package_name }}.verify_install"],
-     ["-m", "{{ cookiecutter.package_name }}.verify_install", "-v"]],
+    [["doctor.pyz"], ["-m", "{package}.verify_install"], ["-m", "{package}.verify_install", "-v"]],
     ids=["first-look", "summary", "verbose"],
 )  # fmt: skip
 def test_piped_output_has_no_line_over_80_columns(args, child_limit):
     """A pipe, a file or an IDE's run window has no terminal width: 80 columns it is."""
     root = DOCS.parents[1]
+    package = json.loads((root / "environments" / "project.json").read_text())["package_name"]
     environ = {name: value for name, value in os.environ.items() if name != "COLUMNS"}
     paths = [str(root / "src")] + [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     done = subprocess.run(
-        [sys.executable, *args],
+        [sys.executable, *(arg.format(package=package) for arg in args)],
         cwd=root,
         capture_output=True,
         text=True,

@@ -1996,7 +1996,11 @@ def test_output_with_a_trailing_slash_names_a_folder_never_a_file(machine, capsy
         checkup.main(["--output", folder])
 
     assert done.value.code == 2 and list(tmp_path.iterdir()) == []
-    assert capsys.readouterr().err.splitlines()[-1].endswith(
-        f"error: --output {folder} ends with a slash but there is no folder "
-        f"{tmp_path / 'newdir'}: name a file, such as report.txt, or a folder that is there"
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith(
+            f"error: --output {folder} ends with a slash but there is no folder "
+            f"{tmp_path / 'newdir'}: name a file, such as report.txt, or a folder that is there"
+        )
     )
