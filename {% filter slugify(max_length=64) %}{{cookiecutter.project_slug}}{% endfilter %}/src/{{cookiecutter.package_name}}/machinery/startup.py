@@ -19,7 +19,7 @@ from .. import data
 from ..datasets import folder, mnist
 from ..datasets.folder_split import split_change
 from . import checkpoints, devices, distributed, output_lock, run_folders, this_project
-from .checkpoints import LAST, RUN_SETTINGS
+from .checkpoints import BEST, LAST, RUN_SETTINGS
 from .cli import FLOAT32_MAX, MAX_SEED
 from .console import say
 from .ranks import current
@@ -89,7 +89,34 @@ def _resumed_settings(
             f"note: --resume continues the saved run with its own settings; ignored: {names}. "
             "To change them, start a new run (without --resume)."
         )
+    if not cfg.dry_run:
+        _catch_up_best(last, checkpoint)
     return replace(cfg, **{n: saved[n] for n in RUN_SETTINGS if n in saved}), checkpoint
+
+
+def _catch_up_best(last: Path, held: checkpoints.Checkpoint) -> None:
+    """A run stopped between its two saves by an older version of this project (last.pt
+    first) kept a best.pt that lacks its best epoch, and --resume never trains that epoch
+    again: when last.pt is that epoch, it becomes best.pt."""
+    if held.position is not None or not held.history:
+        return
+    # The best epoch as train.fit picks it: the best validation accuracy, then the lower loss.
+    top = max(held.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
+    best = last.with_name(BEST)
+    if top["epoch"] != held.epochs_done or _epochs_in(best) == held.epochs_done:
+        return
+    try:
+        checkpoints.copy_atomic(last, best)
+    except checkpoints.CheckpointWriteError as error:
+        raise TrainError(f"{error} Make room there, then run --resume again.") from error
+    say(f"note: {best} now holds epoch {held.epochs_done}, the run's best (a stop kept an older).")
+
+
+def _epochs_in(path: Path) -> int | None:
+    try:
+        return checkpoints.Checkpoint.load(path).epochs_done
+    except checkpoints.CheckpointError:  # none, or damaged: the copy replaces it
+        return None
 
 
 def _whole(value: Any, low: int, high: int = MAX_SEED) -> bool:
