@@ -62,3 +62,30 @@ def test_resume_puts_the_best_epoch_into_a_best_pt_left_behind(
     run(cfg, tiny_dataset, cpu_discovery)
     assert checkpoints.Checkpoint.load(tmp_path / checkpoints.BEST).epochs_done == 2
     assert "now holds epoch 2" in capsys.readouterr().out
+
+
+def copy_of(trained_run, folder):
+    """A copy of a finished 2-epoch run's checkpoints in ``folder``."""
+    folder.mkdir(exist_ok=True)
+    for name in (checkpoints.LAST, checkpoints.BEST):
+        (folder / name).write_bytes((trained_run / name).read_bytes())
+    return folder
+
+
+def run_train(capsys, *args):
+    code = train.main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+@pytest.mark.slow
+def test_an_option_typed_with_resume_counts_even_when_it_is_the_default(
+    capsys, cpu_only, small_synthetic, tmp_path, trained_run
+):
+    """``--epochs 5`` (the default) on a finished 2-epoch run: said to be ignored, not taken
+    for "nothing typed"."""
+    out = str(copy_of(trained_run, tmp_path / "run"))
+    code, text, _ = run_train(capsys, "--resume", "--epochs", "5", "--output-dir", out)
+    assert code == 0
+    assert "ignored: --epochs" in text and "This run is complete" in text
