@@ -3,10 +3,15 @@ epoch, during a dry run, during the final test; options typed with --resume."""
 
 from __future__ import annotations
 
+import errno
+import signal
+from pathlib import Path
+
 import pytest
+import torch
 
 from {{ cookiecutter.package_name }} import train
-from {{ cookiecutter.package_name }}.machinery import checkpoints, stopping
+from {{ cookiecutter.package_name }}.machinery import checkpoints, run_folders, stopping
 
 
 def run(cfg, dataset, discovery, stop=None):
@@ -89,3 +94,94 @@ def test_an_option_typed_with_resume_counts_even_when_it_is_the_default(
     code, text, _ = run_train(capsys, "--resume", "--epochs", "5", "--output-dir", out)
     assert code == 0
     assert "ignored: --epochs" in text and "This run is complete" in text
+
+
+class PressedAt(stopping.StopSignal):
+    """Ctrl+C pressed (the flag set) as training step ``at`` starts."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at, self.steps = at, 0
+
+    def step(self, real_step):
+        def counted(*args):
+            self.steps += 1
+            if self.steps == self.at:
+                self.request()
+            return real_step(*args)
+
+        return counted
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_the_end_of_a_dry_run_claims_no_checkpoint(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
+):
+    stop = PressedAt(train.TrainConfig.DRY_RUN_BATCHES)  # in the last batch: the epoch ends
+    monkeypatch.setattr(train, "train_step", stop.step(train.train_step))
+    out = tmp_path / "run"
+    with pytest.raises(stopping.Interrupted) as caught:
+        run(tiny_config(out, dry_run=True), tiny_dataset, cpu_discovery, stop)
+    assert "Stopped after epoch 1." in str(caught.value)
+    assert "last.pt" not in str(caught.value) and not out.exists()
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_during_an_epochs_save_names_the_epoch_saved_before(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
+):
+    real_save = train.save_checkpoint
+
+    def pressed_again_while_saving_epoch_2(state, path):
+        if state["epochs_done"] == 2:
+            raise KeyboardInterrupt
+        real_save(state, path)
+
+    monkeypatch.setattr(train, "save_checkpoint", pressed_again_while_saving_epoch_2)
+    with pytest.raises(stopping.Interrupted) as caught:
+        run(tiny_config(tmp_path), tiny_dataset, cpu_discovery)
+    message = str(caught.value)
+    assert "the model after epoch 1 of 2" in message and "epoch 2" not in message
+    assert checkpoints.Checkpoint.load(tmp_path / checkpoints.LAST).epochs_done == 1
+
+
+@pytest.mark.slow
+def test_a_full_disk_before_the_first_checkpoint_says_nothing_was_saved(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
+):
+    def full_disk(obj, handle, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(stopping.TrainError) as caught:
+        run(tiny_config(tmp_path), tiny_dataset, cpu_discovery)
+    message = str(caught.value)
+    assert "Could not write" in message and "Nothing was saved." in message
+    assert "checkpoint is kept" not in message
+
+
+def test_a_checkpoint_saved_inside_an_epoch_says_so():
+    where = {"batch": 5, "generator": torch.Generator().get_state(), "loss_sum": 1.0}
+    held = checkpoints.Checkpoint(
+        model={}, config={"epochs": 3}, epochs_done=0, position={**where, "correct": 1}
+    )
+    assert held.which_epoch(Path("last.pt")) == "the model during epoch 1 of 3, after 5 batches"
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_final_test_stops_it_and_says_what_is_saved(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch, capsys
+):
+    real_load_best = run_folders.load_best
+
+    def pressed_as_the_test_starts(run_):
+        tested = real_load_best(run_)
+        signal.raise_signal(signal.SIGINT)  # a real Ctrl+C, through the run's handler
+        return tested
+
+    monkeypatch.setattr(run_folders, "load_best", pressed_as_the_test_starts)
+    with pytest.raises(stopping.Interrupted) as caught:
+        run(tiny_config(tmp_path), tiny_dataset, cpu_discovery)
+    assert caught.value.exit_code == 130
+    assert f"All 2 epochs are saved in {tmp_path}" in str(caught.value)
+    assert "saving a checkpoint" not in capsys.readouterr().out  # no promise it breaks

@@ -480,10 +480,11 @@ def fit(run: Run) -> run_folders.RunResult:
         console.print_epoch(run.history[-1], run.epochs, run.dataset.synthetic)
         run.stop.agree()  # TORCHRUN: every process stops here, or none
         if run.stop.requested:  # CTRL+C during the epoch's last batch or its validation
-            raise stopping.Interrupted(
-                f"Stopped after epoch {epoch + 1}. "
-                f"Saved {run.last_path}; --resume continues from there."
-            )
+            message = f"Stopped after epoch {epoch + 1}."
+            if not cfg.dry_run:
+                message += f" Saved {run.last_path}; --resume continues from there."
+            raise stopping.Interrupted(message)
+    run.stop.stop_at_once()  # CTRL+C: every epoch is saved, so the test stops at once
     tested = run_folders.load_best(run)  # the model evaluate, export and draw load: best.pt's
     test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
     return run_folders.finish(run, test, tested)  # the test result, the files, their list

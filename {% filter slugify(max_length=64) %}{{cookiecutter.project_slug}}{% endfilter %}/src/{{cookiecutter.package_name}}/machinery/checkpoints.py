@@ -373,6 +373,9 @@ class Checkpoint:
             return ""
         total = self.config.get("epochs")
         of = f" of {total}" if _is_int(total) else ""
+        if self.position is not None:  # a run stopped inside an epoch
+            batches = self.position["batch"]
+            return f"the model during epoch {self.epochs_done + 1}{of}, after {batches} batches"
         if Path(path).name == BEST:
             return f"the model after epoch {self.epochs_done}{of}, the best validation accuracy"
         return f"the model after epoch {self.epochs_done}{of}"
