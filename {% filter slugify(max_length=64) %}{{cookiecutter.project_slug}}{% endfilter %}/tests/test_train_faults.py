@@ -185,3 +185,19 @@ def test_ctrl_c_during_the_final_test_stops_it_and_says_what_is_saved(
     assert caught.value.exit_code == 130
     assert f"All 2 epochs are saved in {tmp_path}" in str(caught.value)
     assert "saving a checkpoint" not in capsys.readouterr().out  # no promise it breaks
+
+
+@pytest.mark.slow
+def test_a_dry_run_resumes_a_run_stopped_past_its_few_batches_and_writes_nothing(
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
+):
+    stop = PressedAt(5)  # stopped in epoch 1 after batch 5: past a dry run's 3
+    with monkeypatch.context() as patched:
+        patched.setattr(train, "train_step", stop.step(train.train_step))
+        with pytest.raises(stopping.Interrupted):
+            run(tiny_config(tmp_path), tiny_dataset, cpu_discovery, stop)
+    saved = (tmp_path / checkpoints.LAST).read_bytes()
+    assert checkpoints.Checkpoint.load(tmp_path / checkpoints.LAST).position["batch"] == 5
+    result = run(tiny_config(tmp_path, resume=True, dry_run=True), tiny_dataset, cpu_discovery)
+    assert [row["epoch"] for row in result.history] == [1]
+    assert (tmp_path / checkpoints.LAST).read_bytes() == saved

@@ -193,8 +193,10 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
         ) from error
     where = checkpoint.position
     problem = checkpoints.optimizer_problem(checkpoint.optimizer, run.optimizer)
-    if where is not None and not 0 < where["batch"] < run.steps_per_epoch:
-        problem = f"it stopped at batch {where['batch']} of an epoch of {run.steps_per_epoch}"
+    # A whole epoch's batches: a dry run's few are not the run's.
+    steps = data.num_batches(distributed.usable(len(run.dataset.train)), run.cfg.batch_size)
+    if where is not None and not 0 < where["batch"] < steps:
+        problem = f"it stopped at batch {where['batch']} of an epoch of {steps}"
     if problem:
         raise TrainError(checkpoints.cannot_resume(run.last_path, problem))
     try:
@@ -214,6 +216,8 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
             f"{run.last_path} cannot be resumed: {change.sentence} Start a new run without "
             "--resume."
         )
+    if run.cfg.dry_run:  # a few batches from the saved model, as an epoch of their own
+        run.history, run.points, run.position, run.epochs_done = [], [], None, 0
 
 
 def output_folder(cfg: TrainConfig, chosen: bool = True) -> ContextManager[None]:
