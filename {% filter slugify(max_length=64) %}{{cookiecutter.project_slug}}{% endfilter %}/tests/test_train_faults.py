@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from {{ cookiecutter.package_name }} import train
+from {{ cookiecutter.package_name }}.datasets.folder_split import split_change
 from {{ cookiecutter.package_name }}.machinery import checkpoints, run_folders, stopping
 
 
@@ -201,3 +202,12 @@ def test_a_dry_run_resumes_a_run_stopped_past_its_few_batches_and_writes_nothing
     result = run(tiny_config(tmp_path, resume=True, dry_run=True), tiny_dataset, cpu_discovery)
     assert [row["epoch"] for row in result.history] == [1]
     assert (tmp_path / checkpoints.LAST).read_bytes() == saved
+
+
+def test_pictures_changed_in_the_same_number_are_not_called_a_different_count():
+    part = {"images": 61, "hash": "a"}
+    saved = {"classes": ["cat", "dog"], "train": part, "val": part, "test": part}
+    now = {**saved, "train": {"images": 61, "hash": "b"}}
+    change = split_change(saved, now)
+    assert "train: other pictures, 61 as before" in change.sentence
+    assert "61 now, 61 then" not in change.sentence
