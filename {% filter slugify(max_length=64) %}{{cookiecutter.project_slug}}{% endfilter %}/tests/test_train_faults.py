@@ -4,6 +4,7 @@ epoch, during a dry run, during the final test; options typed with --resume."""
 from __future__ import annotations
 
 import errno
+import os
 import signal
 from pathlib import Path
 
@@ -211,3 +212,33 @@ def test_pictures_changed_in_the_same_number_are_not_called_a_different_count():
     change = split_change(saved, now)
     assert "train: other pictures, 61 as before" in change.sentence
     assert "61 now, 61 then" not in change.sentence
+
+
+def test_a_runs_dir_that_is_a_file_is_told_to_name_another_runs_dir(capsys, cpu_only, tmp_path):
+    not_a_folder = tmp_path / "runs.txt"
+    not_a_folder.write_text("notes", encoding="utf-8")
+    code, _, err = run_train(capsys, "--dataset", "synthetic", "--runs-dir", str(not_a_folder))
+    assert code == 2 and "Name a folder you can write to with --runs-dir." in err
+    assert "--output-dir" not in err
+    assert not_a_folder.read_text(encoding="utf-8") == "notes"
+
+
+@pytest.mark.parametrize("typed", [True, False], ids=["output-dir", "latest-run"])
+def test_resume_in_a_folder_it_cannot_write_keeps_the_run_in_its_advice(
+    capsys, cpu_only, tmp_path, trained_run, monkeypatch, typed
+):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    folder = copy_of(trained_run, runs / "run")
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kwargs):  # the folder's files can be read, not made
+        if Path(path).parent == folder and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise PermissionError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    where = ["--output-dir", str(folder)] if typed else ["--runs-dir", str(runs)]
+    code, _, err = run_train(capsys, "--resume", *where)
+    assert code == 2 and "Cannot write to the output directory" in err
+    assert f"make {folder} writable" in err and "Choose another one" not in err

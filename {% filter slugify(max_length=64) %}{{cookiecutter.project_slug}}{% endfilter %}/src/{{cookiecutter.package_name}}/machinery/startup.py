@@ -226,15 +226,28 @@ def output_folder(cfg: TrainConfig, chosen: bool = True) -> ContextManager[None]
     it, and a refusal stops every process."""
     if cfg.dry_run:
         return contextlib.nullcontext()
+    fix = _writable_fix(cfg, chosen)
     if not distributed.current().many:
-        return output_lock.claim(cfg.output_dir, chosen)
-    return _held_by_rank_0(cfg.output_dir, chosen)
+        return output_lock.claim(cfg.output_dir, chosen, fix)
+    return _held_by_rank_0(cfg.output_dir, chosen, fix)
+
+
+def _writable_fix(cfg: TrainConfig, chosen: bool) -> str:
+    """What makes a run folder that cannot be written work: --resume needs the run's own
+    folder; a new run's folder in --runs-dir needs another --runs-dir."""
+    if cfg.resume:
+        return (
+            f"--resume continues the run in its own folder: make {printable(cfg.output_dir, 300)} "
+            "writable, or copy the run to a folder you can write to and resume it there "
+            "with --output-dir."
+        )
+    return "" if chosen else "Name a folder you can write to with --runs-dir."
 
 
 @contextlib.contextmanager
-def _held_by_rank_0(folder: Path, chosen: bool) -> Iterator[None]:
+def _held_by_rank_0(folder: Path, chosen: bool, fix: str) -> Iterator[None]:
     with contextlib.ExitStack() as held:
-        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder, chosen)))
+        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder, chosen, fix)))
         yield
 
 
