@@ -99,7 +99,7 @@ def test_an_option_typed_with_resume_counts_even_when_it_is_the_default(
 
 
 class PressedAt(stopping.StopSignal):
-    """Ctrl+C pressed (the flag set) as training step ``at`` starts."""
+    """Ctrl+C pressed (a real one, through the run's handler) as training step ``at`` starts."""
 
     def __init__(self, at):
         super().__init__()
@@ -109,7 +109,7 @@ class PressedAt(stopping.StopSignal):
         def counted(*args):
             self.steps += 1
             if self.steps == self.at:
-                self.request()
+                signal.raise_signal(signal.SIGINT)
             return real_step(*args)
 
         return counted
@@ -117,7 +117,7 @@ class PressedAt(stopping.StopSignal):
 
 @pytest.mark.slow
 def test_ctrl_c_at_the_end_of_a_dry_run_claims_no_checkpoint(
-    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch
+    tmp_path, tiny_dataset, cpu_discovery, tiny_config, monkeypatch, capsys
 ):
     stop = PressedAt(train.TrainConfig.DRY_RUN_BATCHES)  # in the last batch: the epoch ends
     monkeypatch.setattr(train, "train_step", stop.step(train.train_step))
@@ -126,6 +126,7 @@ def test_ctrl_c_at_the_end_of_a_dry_run_claims_no_checkpoint(
         run(tiny_config(out, dry_run=True), tiny_dataset, cpu_discovery, stop)
     assert "Stopped after epoch 1." in str(caught.value)
     assert "last.pt" not in str(caught.value) and not out.exists()
+    assert "saving a checkpoint" not in capsys.readouterr().out
 
 
 @pytest.mark.slow

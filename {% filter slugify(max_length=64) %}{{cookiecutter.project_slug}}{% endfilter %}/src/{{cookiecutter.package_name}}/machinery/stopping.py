@@ -98,9 +98,12 @@ class StopSignal:
 
 
 @contextlib.contextmanager
-def ctrl_c_stops_gracefully(stop: StopSignal, kept: Callable[[], str]) -> Iterator[None]:
-    """First Ctrl+C: finish the batch, save a checkpoint, exit. Second: stop at once, and
-    raise ``Interrupted`` whose message is "Interrupted. " + ``kept()`` (what was saved)."""
+def ctrl_c_stops_gracefully(
+    stop: StopSignal, kept: Callable[[], str], saves: bool = True
+) -> Iterator[None]:
+    """First Ctrl+C: finish the batch, save a checkpoint (unless not ``saves``: a dry run),
+    exit. Second: stop at once, and raise ``Interrupted`` whose message is "Interrupted. " +
+    ``kept()`` (what was saved)."""
 
     def handler(signum: int, frame: Any) -> None:
         if stop.at_once:
@@ -110,6 +113,9 @@ def ctrl_c_stops_gracefully(stop: StopSignal, kept: Callable[[], str]) -> Iterat
                 raise KeyboardInterrupt
             return
         stop.request()
+        if not saves:
+            say("\nCtrl+C: finishing this batch, then stopping (a dry run saves nothing).")
+            return
         say(
             "\nCtrl+C: finishing this batch, then saving a checkpoint and stopping "
             "(press Ctrl+C again to stop at once without saving)."
@@ -139,7 +145,8 @@ def training_stops_cleanly(run: Any) -> Iterator[None]:
     def kept() -> str:
         return "A dry run saves nothing." if run.cfg.dry_run else what_is_kept(run.last_path)
 
-    with ctrl_c_stops_gracefully(run.stop, kept), gpu_failures_explained(run.option, kept):
+    saves = not run.cfg.dry_run
+    with ctrl_c_stops_gracefully(run.stop, kept, saves), gpu_failures_explained(run.option, kept):
         try:
             yield
         except CheckpointWriteError as error:  # a full disk: the files written before are whole
