@@ -475,18 +475,21 @@ def fit(run: Run) -> run_folders.RunResult:
             # (a small validation set is often 100 % right after a few epochs).
             best = max(run.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
             run.best_accuracy = best["val_accuracy"]
-            save_checkpoint(checkpoint(run), run.last_path)  # every epoch: what --resume continues
+            # best.pt first: a stop between the two saves must never leave a last.pt whose
+            # history has a best epoch that best.pt lacks (--resume would not train it again).
             if best is run.history[-1]:  # what evaluate, export and draw load
                 save_checkpoint(checkpoint(run), run.out / checkpoints.BEST)
+            save_checkpoint(checkpoint(run), run.last_path)  # every epoch: what --resume continues
             run_folders.write_metrics_and_curves(run)  # metrics.csv/json, curves.png, compare.png
         # Printed only once saved: a console closed meanwhile must not cost the epoch.
         console.print_epoch(run.history[-1], run.epochs, run.dataset.synthetic)
         run.stop.agree()  # TORCHRUN: every process stops here, or none
         if run.stop.requested:  # CTRL+C during the epoch's last batch or its validation
-            raise stopping.Interrupted(
-                f"Stopped after epoch {epoch + 1}. "
-                f"Saved {run.last_path}; --resume continues from there."
-            )
+            message = f"Stopped after epoch {epoch + 1}."
+            if not cfg.dry_run:
+                message += f" Saved {run.last_path}; --resume continues from there."
+            raise stopping.Interrupted(message)
+    run.stop.stop_at_once()  # CTRL+C: every epoch is saved, so the test stops at once
     tested = run_folders.load_best(run)  # the model evaluate, export and draw load: best.pt's
     test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
     return run_folders.finish(run, test, tested)  # the test result, the files, their list

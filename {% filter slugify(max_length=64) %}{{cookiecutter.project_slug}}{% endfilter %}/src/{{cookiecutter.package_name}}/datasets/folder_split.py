@@ -86,13 +86,20 @@ def split_change(saved: Any, now: dict[str, Any] | None) -> SplitChange | None:
             "classes it trained on.",
         )
     changed = [
-        f"{part} {now[part]['images']} now, {_images(saved.get(part))} then"
+        _part_change(part, now[part]["images"], _images(saved.get(part)))
         for part in ("train", "val", "test")
         if not isinstance(saved.get(part), dict) or saved[part].get("hash") != now[part]["hash"]
     ]
     if not changed:
         return None
     return SplitChange(PICTURES, f"the pictures changed since training ({'; '.join(changed)}).")
+
+
+def _part_change(part: str, now: int, then: str) -> str:
+    """How one part changed: its count, or other pictures in the same number."""
+    if str(now) == then:
+        return f"{part}: other pictures, {now} as before"
+    return f"{part} {now} now, {then} then"
 
 
 def _images(part: Any) -> str:

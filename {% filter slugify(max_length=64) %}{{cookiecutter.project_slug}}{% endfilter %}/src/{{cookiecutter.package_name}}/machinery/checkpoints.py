@@ -104,6 +104,15 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise CheckpointWriteError(_write_failure(path, error)) from error
 
 
+def copy_atomic(source: Path, target: Path) -> None:
+    """Copy ``source`` over ``target`` in one step (CheckpointWriteError when it fails)."""
+    try:
+        with atomic_path(target) as tmp:
+            shutil.copyfile(source, tmp)
+    except OSError as error:
+        raise CheckpointWriteError(_write_failure(target, error)) from error
+
+
 def _write_failure(path: Path, error: Exception) -> str:
     if isinstance(error, OSError):
         reason = error.strerror or str(error) or type(error).__name__
@@ -364,6 +373,9 @@ class Checkpoint:
             return ""
         total = self.config.get("epochs")
         of = f" of {total}" if _is_int(total) else ""
+        if self.position is not None:  # a run stopped inside an epoch
+            batches = self.position["batch"]
+            return f"the model during epoch {self.epochs_done + 1}{of}, after {batches} batches"
         if Path(path).name == BEST:
             return f"the model after epoch {self.epochs_done}{of}, the best validation accuracy"
         return f"the model after epoch {self.epochs_done}{of}"

@@ -202,11 +202,11 @@ def _stale(path: Path, pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
+def claim(folder: Path, chosen: bool = True, fix: str = "") -> Iterator[None]:
     """Hold ``folder`` for this run: create it if needed, refuse it if another live run holds
     it, take it over from a dead one. TrainError when the folder cannot be written. ``chosen``:
     the user named it with --output-dir (else it is a run folder in runs/), which the refusal
-    says accordingly."""
+    says accordingly; ``fix``, when given, is what a folder that cannot be written needs."""
     folder = Path(folder)
     new_folder = False
     try:
@@ -217,7 +217,7 @@ def claim(folder: Path, chosen: bool = True) -> Iterator[None]:
         if new_folder:
             _remove(folder)
         reason = error.strerror or str(error)
-        advice = (
+        advice = fix or (
             "Choose another one with --output-dir."
             if chosen
             else "Run from a folder you can write to, or name one with --output-dir."

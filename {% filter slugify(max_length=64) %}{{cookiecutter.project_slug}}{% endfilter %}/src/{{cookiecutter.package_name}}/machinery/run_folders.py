@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import checkpoints, distributed, metrics, plots
+from . import checkpoints, distributed, metrics, plots, stopping
 from .checkpoints import BEST, LAST, RUN_SETTINGS
 from .cli import RUNS_DIR
 from .console import say
@@ -268,7 +268,8 @@ def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> W
         extra = {**(extra or {}), "config": config, "within_epochs": within}
         files = metrics.write_metrics(run.history, run.out, run.dataset.name, extra)
     except OSError as error:
-        raise TrainError(f"{error} Training stopped; the last good checkpoint is kept.") from error
+        kept = stopping.what_is_kept(run.last_path)
+        raise TrainError(f"{error} Training stopped. {kept}") from error
     curves = run.out / plots.CURVES_PNG
     drawn = plots.draw_safely(
         lambda: plots.plot_curves(run.history, curves, run.title, within), curves

@@ -19,7 +19,7 @@ from .. import data
 from ..datasets import folder, mnist
 from ..datasets.folder_split import split_change
 from . import checkpoints, devices, distributed, output_lock, run_folders, this_project
-from .checkpoints import LAST, RUN_SETTINGS
+from .checkpoints import BEST, LAST, RUN_SETTINGS
 from .cli import FLOAT32_MAX, MAX_SEED
 from .console import say
 from .discovery import NOT_BUILT
@@ -90,7 +90,34 @@ def _resumed_settings(
             f"note: --resume continues the saved run with its own settings; ignored: {names}. "
             "To change them, start a new run (without --resume)."
         )
+    if not cfg.dry_run:
+        _catch_up_best(last, checkpoint)
     return replace(cfg, **{n: saved[n] for n in RUN_SETTINGS if n in saved}), checkpoint
+
+
+def _catch_up_best(last: Path, held: checkpoints.Checkpoint) -> None:
+    """A run stopped between its two saves by an older version of this project (last.pt
+    first) kept a best.pt that lacks its best epoch, and --resume never trains that epoch
+    again: when last.pt is that epoch, it becomes best.pt."""
+    if held.position is not None or not held.history:
+        return
+    # The best epoch as train.fit picks it: the best validation accuracy, then the lower loss.
+    top = max(held.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
+    best = last.with_name(BEST)
+    if top["epoch"] != held.epochs_done or _epochs_in(best) == held.epochs_done:
+        return
+    try:
+        checkpoints.copy_atomic(last, best)
+    except checkpoints.CheckpointWriteError as error:
+        raise TrainError(f"{error} Make room there, then run --resume again.") from error
+    say(f"note: {best} now holds epoch {held.epochs_done}, the run's best (a stop kept an older).")
+
+
+def _epochs_in(path: Path) -> int | None:
+    try:
+        return checkpoints.Checkpoint.load(path).epochs_done
+    except checkpoints.CheckpointError:  # none, or damaged: the copy replaces it
+        return None
 
 
 def _whole(value: Any, low: int, high: int = MAX_SEED) -> bool:
@@ -167,8 +194,10 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
         ) from error
     where = checkpoint.position
     problem = checkpoints.optimizer_problem(checkpoint.optimizer, run.optimizer)
-    if where is not None and not 0 < where["batch"] < run.steps_per_epoch:
-        problem = f"it stopped at batch {where['batch']} of an epoch of {run.steps_per_epoch}"
+    # A whole epoch's batches: a dry run's few are not the run's.
+    steps = data.num_batches(distributed.usable(len(run.dataset.train)), run.cfg.batch_size)
+    if where is not None and not 0 < where["batch"] < steps:
+        problem = f"it stopped at batch {where['batch']} of an epoch of {steps}"
     if problem:
         raise TrainError(checkpoints.cannot_resume(run.last_path, problem))
     try:
@@ -188,6 +217,8 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
             f"{run.last_path} cannot be resumed: {change.sentence} Start a new run without "
             "--resume."
         )
+    if run.cfg.dry_run:  # a few batches from the saved model, as an epoch of their own
+        run.history, run.points, run.position, run.epochs_done = [], [], None, 0
 
 
 def output_folder(cfg: TrainConfig, chosen: bool = True) -> ContextManager[None]:
@@ -196,15 +227,28 @@ def output_folder(cfg: TrainConfig, chosen: bool = True) -> ContextManager[None]
     it, and a refusal stops every process."""
     if cfg.dry_run:
         return contextlib.nullcontext()
+    fix = _writable_fix(cfg, chosen)
     if not distributed.current().many:
-        return output_lock.claim(cfg.output_dir, chosen)
-    return _held_by_rank_0(cfg.output_dir, chosen)
+        return output_lock.claim(cfg.output_dir, chosen, fix)
+    return _held_by_rank_0(cfg.output_dir, chosen, fix)
+
+
+def _writable_fix(cfg: TrainConfig, chosen: bool) -> str:
+    """What makes a run folder that cannot be written work: --resume needs the run's own
+    folder; a new run's folder in --runs-dir needs another --runs-dir."""
+    if cfg.resume:
+        return (
+            f"--resume continues the run in its own folder: make {printable(cfg.output_dir, 300)} "
+            "writable, or copy the run to a folder you can write to and resume it there "
+            "with --output-dir."
+        )
+    return "" if chosen else "Name a folder you can write to with --runs-dir."
 
 
 @contextlib.contextmanager
-def _held_by_rank_0(folder: Path, chosen: bool) -> Iterator[None]:
+def _held_by_rank_0(folder: Path, chosen: bool, fix: str) -> Iterator[None]:
     with contextlib.ExitStack() as held:
-        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder, chosen)))
+        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder, chosen, fix)))
         yield
 
 

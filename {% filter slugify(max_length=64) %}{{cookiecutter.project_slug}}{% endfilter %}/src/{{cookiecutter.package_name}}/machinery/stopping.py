@@ -17,6 +17,7 @@ import contextlib
 import math
 import signal
 import threading
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .console import say
@@ -68,6 +69,11 @@ class StopSignal:
 
     def __init__(self) -> None:
         self._requested = False
+        self.at_once = False  # set once nothing is left to save: Ctrl+C then stops at once
+
+    def stop_at_once(self) -> None:
+        """From now on the first Ctrl+C stops at once (the final test: every epoch is saved)."""
+        self.at_once = True
 
     @property
     def pressed(self) -> bool:
@@ -92,16 +98,24 @@ class StopSignal:
 
 
 @contextlib.contextmanager
-def ctrl_c_stops_gracefully(stop: StopSignal, kept: Callable[[], str]) -> Iterator[None]:
-    """First Ctrl+C: finish the batch, save a checkpoint, exit. Second: stop at once, and
-    raise ``Interrupted`` whose message is "Interrupted. " + ``kept()`` (what was saved)."""
+def ctrl_c_stops_gracefully(
+    stop: StopSignal, kept: Callable[[], str], saves: bool = True
+) -> Iterator[None]:
+    """First Ctrl+C: finish the batch, save a checkpoint (unless not ``saves``: a dry run),
+    exit. Second: stop at once, and raise ``Interrupted`` whose message is "Interrupted. " +
+    ``kept()`` (what was saved)."""
 
     def handler(signum: int, frame: Any) -> None:
+        if stop.at_once:
+            raise KeyboardInterrupt
         if stop.pressed:
             if stop.again_means_now():
                 raise KeyboardInterrupt
             return
         stop.request()
+        if not saves:
+            say("\nCtrl+C: finishing this batch, then stopping (a dry run saves nothing).")
+            return
         say(
             "\nCtrl+C: finishing this batch, then saving a checkpoint and stopping "
             "(press Ctrl+C again to stop at once without saving)."
@@ -129,30 +143,36 @@ def training_stops_cleanly(run: Any) -> Iterator[None]:
     from .checkpoints import CheckpointWriteError  # torch: not imported before it is needed
 
     def kept() -> str:
-        saved = run.last_path.exists() and not run.cfg.dry_run
-        return what_is_kept(run.last_path, run.epochs_done, saved)
+        return "A dry run saves nothing." if run.cfg.dry_run else what_is_kept(run.last_path)
 
-    with ctrl_c_stops_gracefully(run.stop, kept), gpu_failures_explained(run.option, kept):
+    saves = not run.cfg.dry_run
+    with ctrl_c_stops_gracefully(run.stop, kept, saves), gpu_failures_explained(run.option, kept):
         try:
             yield
         except CheckpointWriteError as error:  # a full disk: the files written before are whole
-            raise TrainError(
-                f"{error} Training stopped; the last good checkpoint is kept."
-            ) from error
+            raise TrainError(f"{error} Training stopped. {kept()}") from error
 
 
 def finite(value: float) -> bool:
     return not (math.isnan(value) or math.isinf(value))
 
 
-def what_is_kept(last_path: Any, epochs_done: int, saved: bool) -> str:
-    """What a stopped run leaves behind, for its last message."""
-    if saved:
-        return (
-            f"The last checkpoint ({last_path}, epoch {epochs_done}) is kept; "
-            "--resume continues from it."
-        )
-    return "Nothing was saved."
+def what_is_kept(last_path: Any) -> str:
+    """What a stopped run leaves behind, for its last message: what ``last_path`` holds, read
+    from the file (a save cut short leaves the one before it)."""
+    from .checkpoints import Checkpoint, CheckpointError
+
+    try:
+        held = Checkpoint.load(last_path)
+    except CheckpointError:  # none yet (or one that cannot be read)
+        return "Nothing was saved."
+    if held.position is None and held.epochs_done == held.config.get("epochs"):
+        folder = Path(last_path).parent
+        return f"All {held.epochs_done} epochs are saved in {folder}; evaluate tests its best.pt."
+    return (
+        f"The last checkpoint ({last_path}, {held.which_epoch(last_path)}) is kept; "
+        "--resume continues from it."
+    )
 
 
 def diverged(

@@ -148,6 +148,15 @@ def build_parser(config_class: type[TrainConfig]) -> argparse.ArgumentParser:
     return parser
 
 
+def typed_options(config_class: type[TrainConfig], argv: Sequence[str] | None) -> list[str]:
+    """The settings the user typed, also those typed with their default value (``--epochs 5``
+    with --resume must be named, not taken for the default)."""
+    untyped = object()  # argparse sets no default where the namespace has a value already
+    blank = argparse.Namespace(**{setting.name: untyped for setting in fields(config_class)})
+    typed = build_parser(config_class).parse_args(argv, namespace=blank)
+    return [name for name, value in vars(typed).items() if value is not untyped]
+
+
 def main(
     argv: Sequence[str] | None, train: Callable[..., Any], config_class: type[TrainConfig]
 ) -> int:
@@ -166,7 +175,7 @@ def _main(
 
     parser = build_parser(config_class)
     args = parser.parse_args(argv)
-    explicit = [name for name, value in vars(args).items() if value != parser.get_default(name)]
+    explicit = typed_options(config_class, argv)
     settings = {
         f.name: getattr(args, f.name) for f in fields(config_class) if hasattr(args, f.name)
     }
