@@ -307,7 +307,7 @@ def test_evaluate_says_when_the_folder_changed_since_training(tmp_path, capsys, 
     assert train.main(argv) == 0
     assert evaluate.main(["--output-dir", str(runs), "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    assert "changed since training" not in out and "nan" not in out and "MNIST" not in out
+    assert "changed since training" not in out and "nan" not in out and "MNIST test" not in out
     assert "% on the test part of your images (shapes) (" in out
     rows = out.split("most often taken for\n")[1].split("\n\n")[0].splitlines()[1:]
     assert [row.split()[0] for row in rows] == ["circle", "cross"]  # no rows 0-9
