@@ -327,6 +327,7 @@ def test_a_copy_of_predict_run_as_a_script_still_says_it_is_a_module(tmp_path, c
 # torchrun: the processes leave together
 
 
+@pytest.mark.slow  # starts processes: the fast set leaves it out
 @pytest.mark.torchrun
 @not_on_windows
 def test_after_a_good_run_no_process_leaves_before_the_first_has_finished(tmp_path, child_limit):

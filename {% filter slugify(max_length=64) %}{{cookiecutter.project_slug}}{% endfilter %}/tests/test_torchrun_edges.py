@@ -37,6 +37,7 @@ def test_a_process_beyond_the_last_validation_picture_adds_zero_to_the_sums(tmp_
     assert sums[1][0].dtype == torch.float32  # the same tensors as a process with pictures
 
 
+@pytest.mark.slow  # starts processes: the fast set leaves it out
 @pytest.mark.torchrun
 @not_on_windows
 def test_three_processes_train_on_a_folder_with_one_validation_picture(tmp_path, child_limit):
@@ -78,6 +79,7 @@ def test_a_gone_process_is_named_in_one_sentence_and_other_errors_are_not():
     assert distributed.lost_process(RuntimeError("mat1 and mat2 shapes cannot be")) is None
 
 
+@pytest.mark.slow  # starts processes: the fast set leaves it out
 @pytest.mark.torchrun
 @not_on_windows
 def test_when_one_process_is_killed_the_other_says_so_in_one_sentence(tmp_path, child_limit):
