@@ -49,7 +49,6 @@ from .machinery import (
     train_command,
 )
 from .machinery.optim import LerpFreeAdam
-from .machinery.parsers import EVAL_BATCH_SIZE  # images per validation batch (evaluate's too)
 from .model import LeNet5, to_device
 
 # The gradients' total norm is capped at this. LeNet has no normalisation layer, and with
@@ -192,7 +191,7 @@ def eval_step(
 def evaluate_split(
     model: nn.Module,
     split: data.Split,
-    batch_size: int = EVAL_BATCH_SIZE,
+    batch_size: int = train_command.EVAL_BATCH_SIZE,  # images per validation batch
     limit: int | None = None,
 ) -> tuple[float, float]:
     """(mean loss, accuracy) over ``split`` (or its first ``limit`` batches); one readback."""

@@ -26,6 +26,7 @@ from .cli import (
 )
 from .command_entry import command, write_err
 from .console import say
+from .parsers import EVAL_BATCH_SIZE  # noqa: F401 (train's validation batch, as evaluate's)
 from .stopping import EXIT_INTERRUPTED, Interrupted, TrainError
 
 TrainConfig = Any  # train.py's settings: passed in (``config_class``), never imported here
