@@ -125,6 +125,7 @@ ALWAYS = {
     "tests/test_runs.py",
     "tests/test_torchrun_edges.py",
     "tests/test_train.py",
+    "tests/test_train_faults.py",
 }
 PYCHARM = {
     ".run/verify_install.run.xml",
