@@ -76,7 +76,7 @@ def test_help_answers_without_importing_torch_and_says_what_the_command_says(
         COMMANDS[command](["--help"])
     assert caught.value.code == 0
     assert out == capsys.readouterr().out  # the same text, word for word
-    assert out.startswith(f"usage: python -m {PACKAGE}.{command} ")
+    assert out.split()[:4] == ["usage:", "python", "-m", f"{PACKAGE}.{command}"]  # may wrap
 
 
 @pytest.mark.slow
@@ -113,7 +113,8 @@ def test_a_console_script_answers_help_too(program, monkeypatch, capsys):
     with pytest.raises(SystemExit) as caught:
         quick_help.answer_console_script_help()
     assert caught.value.code == 0
-    assert capsys.readouterr().out.startswith(f"usage: python -m {PACKAGE}.train ")
+    usage = capsys.readouterr().out.split()[:4]  # a long package name wraps the line
+    assert usage == ["usage:", "python", "-m", f"{PACKAGE}.train"]
 
 
 def test_another_program_named_like_a_command_is_left_alone(monkeypatch, capsys):
