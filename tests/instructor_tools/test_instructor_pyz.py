@@ -28,6 +28,7 @@ def pyz(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("project")
     for name in ("environments", "src"):
         shutil.copytree(PROJECT_DIR / name, folder / name)
+    shutil.copyfile(PROJECT_DIR / "doctor.pyz", folder / "doctor.pyz")
     (folder / TOOL.file).write_bytes(one_file.archive_bytes(TOOL))
     return folder / TOOL.file
 
