@@ -92,7 +92,9 @@ def read_targets(winpy, src: Path) -> dict:
     doctor = src.parent / "doctor.pyz"  # the project's doctor file: a zip on the path imports
     path = ";".join(wine_python.winpath(folder) for folder in (src, doctor))
     env = {"PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
-    result = winpy.run(["-c", SCRIPT], env=env, timeout=RUN_TIMEOUT, display=False)
+    # In the project folder: from the template's folder, its gpu_doctor/ source would shadow
+    # the project's doctor.pyz (python -c puts the working folder first on the path).
+    result = winpy.run(["-c", SCRIPT], cwd=src.parent, env=env, timeout=RUN_TIMEOUT, display=False)
     assert result.returncode == 0, result.output[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
