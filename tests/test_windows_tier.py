@@ -60,6 +60,12 @@ WINE_LIMITS: dict[str, str] = {
         CPP_EXCEPTION_CRASH
     ),
     "tests/test_cli.py::test_benchmark_reports_a_failing_device_and_goes_on": CPP_EXCEPTION_CRASH,
+    "tests/test_output_lock.py::test_an_unreadable_lock_nobody_holds_does_not_block": (
+        "Wine ended the whole pytest process (exit 0, a wineserver dump of a socket's pending "
+        "I/O) in this test's cut-off case, in both runs of the whole suite; it passes alone "
+        "and after either half of the files before it, so the crash is Wine's; the Linux "
+        "lanes run it"
+    ),
     "tests/test_folder.py::test_training_on_your_own_images_learns_them": (
         "Wine itself crashed ('Unhandled page fault') in this test in both runs of one CI run "
         "of the whole suite; it passes alone (twice, 11 s) and after every test file before "

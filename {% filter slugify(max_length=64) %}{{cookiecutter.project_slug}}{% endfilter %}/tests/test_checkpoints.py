@@ -291,11 +291,11 @@ def test_each_command_says_what_reads_an_onnx_model_given_as_checkpoint(
 @pytest.mark.parametrize(
     ("command", "option", "fix"),
     [
-        (predict_command.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
-        (draw.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
-        (evaluate.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
-        (export.main, "--checkpoint", "name a checkpoint in it, such as {path}/best.pt"),
-        (evaluate.main, "--onnx", "name the model in it, such as {path}/model.onnx"),
+        (predict_command.main, "--checkpoint", "name a checkpoint in it, such as {best}"),
+        (draw.main, "--checkpoint", "name a checkpoint in it, such as {best}"),
+        (evaluate.main, "--checkpoint", "name a checkpoint in it, such as {best}"),
+        (export.main, "--checkpoint", "name a checkpoint in it, such as {best}"),
+        (evaluate.main, "--onnx", "name the model in it, such as {onnx}"),
     ],
     ids=["predict", "draw", "evaluate", "export", "evaluate-onnx"],
 )
@@ -310,5 +310,6 @@ def test_a_folder_given_for_a_model_file_is_called_a_folder(
         args.insert(0, str(tmp_path / "digit.png"))
     assert command(args) == 2
     err = capsys.readouterr().err
-    assert f"{folder} is a folder: " + fix.format(path=folder) in err, err
+    named = fix.format(best=folder / "best.pt", onnx=folder / "model.onnx")  # this system's paths
+    assert f"{folder} is a folder: {named}" in err, err
     assert "There is no" not in err
