@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import warnings
 import zlib
@@ -185,6 +186,7 @@ def test_a_folder_is_called_a_folder(tmp_path):
         predict_command.read_picture(tmp_path)
 
 
+@pytest.mark.skipif(os.name == "nt", reason="Windows allows no control characters in names")
 def test_file_names_are_printed_so_that_they_cannot_steer_the_terminal(
     capsys, cpu_only, trained_run, tiny_dataset, tmp_path
 ):
