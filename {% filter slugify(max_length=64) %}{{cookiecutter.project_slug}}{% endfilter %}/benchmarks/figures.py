@@ -1,5 +1,5 @@
 """The figures the README and docs/workshop.md quote, measured on this machine, into
-docs/figures.json (tests/test_figures.py holds the documents to that file).
+docs/figures.json (tests/test_docs.py holds the documents to that file).
 
     python benchmarks/figures.py                # 3 times each, the median counts
     python benchmarks/figures.py --runs 5 --output my-figures.json

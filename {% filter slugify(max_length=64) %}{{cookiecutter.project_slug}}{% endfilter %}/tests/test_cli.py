@@ -1,10 +1,16 @@
-"""The command lines as a user meets them: help, errors without tracebacks, whole runs."""
+"""The command lines as a user meets them: help (answered before torch loads, in the words its
+parser has), errors without tracebacks, whole runs."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +31,8 @@ from {{ cookiecutter.package_name }}.machinery import (
     cli,
     devices,
     discovery,
+    predict_command,
+    quick_help,
     startup,
     terminal_text,
     train_command,
@@ -68,25 +76,25 @@ def test_help_states_the_defaults(capsys):
     assert "(default: a new folder in runs/" in text and "(default: None)" not in text
 
 
-@pytest.mark.parametrize(
-    "args, expected",
-    [
-        (["--epochs", "0"], "must be at least 1"),
-        (["--batch-size", "many"], "is not a whole number"),
-        (["--lr", "-1"], "must be a positive number"),
-        (["--lr", "nan"], "must be a positive number"),
-        (["--momentum", "-0.1"], "--momentum: must be from 0 up to (not including) 1"),
-        (["--optimizer", "lbfgs"], "invalid choice"),
-        (["--dataset", "cifar"], "'cifar' is not a dataset"),
-        (["--seed", "99999999999999999999999"], "must be a whole number from 0 to"),
-        (["--seed", "-1"], "must be a whole number from 0 to"),
-    ],
-)
-def test_bad_arguments_exit_2_with_a_sentence(capsys, args, expected):
-    with pytest.raises(SystemExit) as caught:
-        train.main(args)
-    assert caught.value.code == 2
-    assert expected in capsys.readouterr().err
+BAD_ARGUMENTS = [  # what a user typed, and what the one-sentence error says
+    (["--epochs", "0"], "must be at least 1"),
+    (["--batch-size", "many"], "is not a whole number"),
+    (["--lr", "-1"], "must be a positive number"),
+    (["--lr", "nan"], "must be a positive number"),
+    (["--momentum", "-0.1"], "--momentum: must be from 0 up to (not including) 1"),
+    (["--optimizer", "lbfgs"], "invalid choice"),
+    (["--dataset", "cifar"], "'cifar' is not a dataset"),
+    (["--seed", "99999999999999999999999"], "must be a whole number from 0 to"),
+    (["--seed", "-1"], "must be a whole number from 0 to"),
+]
+
+
+def test_bad_arguments_exit_2_with_a_sentence(capsys):
+    for args, expected in BAD_ARGUMENTS:
+        with pytest.raises(SystemExit) as caught:
+            train.main(args)
+        assert caught.value.code == 2, args
+        assert expected in capsys.readouterr().err, args
 
 
 def test_unknown_device_names_what_is_available(capsys, cpu_only, tmp_path):
@@ -308,63 +316,58 @@ def test_benchmark_shows_progress_for_each_device_before_the_table(capsys, cpu_o
     assert out.index("Looking for devices") < started < finished < out.index("samples/s")
 
 
-@pytest.mark.parametrize(
-    ("accelerator", "noted"), [("directml", True), ("cpu", False), ("cuda", False)]
-)
-def test_benchmark_says_why_directml_is_not_among_the_devices(
-    capsys, monkeypatch, cpu_discovery, accelerator, noted
-):
-    reason = devices.directml_missing_reason(accelerator)
-    found = devices.Discovery(
-        cpu_discovery.options, [devices.Unavailable("directml", reason, installed=False)]
-    )
-    monkeypatch.setattr(devices, "discover", lambda probes=None: found)
-    monkeypatch.setattr(benchmark, "_accelerator", lambda: accelerator)
-    assert benchmark.main(["--batches", "2", "--batch-size", "16", "--warmup", "1"]) == 0
-    out = capsys.readouterr().out
+def test_benchmark_says_why_directml_is_not_among_the_devices(capsys, monkeypatch, cpu_discovery):
+    """Only a project made for DirectML says it; a cpu or cuda project has no reason to."""
     note = "note: directml is not among the devices: torch-directml is not installed"
-    assert (note in out) is noted, out
+    for accelerator, noted in [("directml", True), ("cpu", False), ("cuda", False)]:
+        reason = devices.directml_missing_reason(accelerator)
+        missing = devices.Unavailable("directml", reason, installed=False)
+        found = devices.Discovery(cpu_discovery.options, [missing])
+        monkeypatch.setattr(devices, "discover", lambda probes=None, found=found: found)
+        monkeypatch.setattr(benchmark, "_accelerator", lambda accelerator=accelerator: accelerator)
+        assert benchmark.main(["--batches", "2", "--batch-size", "16", "--warmup", "1"]) == 0
+        out = capsys.readouterr().out
+        assert (note in out) is noted, f"{accelerator}: {out}"
 
 
-@pytest.mark.parametrize(
-    ("raw", "clean"),
-    [
-        ("NVIDIA GeForce GTX 470\x00", "NVIDIA GeForce GTX 470"),  # seen from torch_directml
-        ("AMD Radeon(TM) Graphics\x00\x00\x00\x00", "AMD Radeon(TM) Graphics"),
-        ("N\x00V\x00I\x00D\x00I\x00A\x00", "NVIDIA"),  # UTF-16 text read as single bytes
-        ("Intel(R) UHD Graphics 630 \r\n", "Intel(R) UHD Graphics 630"),
-        ("Radeon\tRX\x1b 6600\x7f", "Radeon RX 6600"),
-        (b"GeForce GTX 1060\x00", "GeForce GTX 1060"),
-        (None, ""),
-        ("Intel® Iris® Xe 显卡", "Intel® Iris® Xe 显卡"),  # printable text stays as it is
-    ],
-)
-def test_names_from_drivers_lose_nuls_and_control_characters(raw, clean):
-    assert terminal_text.clean_name(raw) == clean
+DRIVER_NAMES = [  # as a driver or torch gave it, and as the project prints it
+    ("NVIDIA GeForce GTX 470\x00", "NVIDIA GeForce GTX 470"),  # seen from torch_directml
+    ("AMD Radeon(TM) Graphics\x00\x00\x00\x00", "AMD Radeon(TM) Graphics"),
+    ("N\x00V\x00I\x00D\x00I\x00A\x00", "NVIDIA"),  # UTF-16 text read as single bytes
+    ("Intel(R) UHD Graphics 630 \r\n", "Intel(R) UHD Graphics 630"),
+    ("Radeon\tRX\x1b 6600\x7f", "Radeon RX 6600"),
+    (b"GeForce GTX 1060\x00", "GeForce GTX 1060"),
+    (None, ""),
+    ("Intel® Iris® Xe 显卡", "Intel® Iris® Xe 显卡"),  # printable text stays as it is
+]
+
+
+def test_names_from_drivers_lose_nuls_and_control_characters():
+    assert [terminal_text.clean_name(raw) for raw, _ in DRIVER_NAMES] == [
+        clean for _, clean in DRIVER_NAMES
+    ]
 
 
 HUNDREDS_OF_DIGITS = "9" * 400
 
 
-@pytest.mark.parametrize(
-    "args, expected",
-    [
-        (["--epochs", HUNDREDS_OF_DIGITS], "--epochs: must be at most 100,000"),
-        (["--batch-size", HUNDREDS_OF_DIGITS], "--batch-size: must be at most 1,000,000"),
-        (["--epochs", "9" * 5000], "--epochs: must be at most 100,000"),  # past int()'s limit
-        (["--log-interval", HUNDREDS_OF_DIGITS], "--log-interval: must be at most"),
-    ],
-)
-def test_numbers_too_large_are_refused_before_training(
-    capsys, cpu_only, small_synthetic, tmp_path, args, expected
-):
+TOO_LARGE = [
+    (["--epochs", HUNDREDS_OF_DIGITS], "--epochs: must be at most 100,000"),
+    (["--batch-size", HUNDREDS_OF_DIGITS], "--batch-size: must be at most 1,000,000"),
+    (["--epochs", "9" * 5000], "--epochs: must be at most 100,000"),  # past int()'s limit
+    (["--log-interval", HUNDREDS_OF_DIGITS], "--log-interval: must be at most"),
+]
+
+
+def test_numbers_too_large_are_refused_before_training(capsys, cpu_only, small_synthetic, tmp_path):
     """Not an OverflowError, not a run of zero steps that reports success."""
     options = ["--dataset", "synthetic", "--device", "cpu", "--output-dir", str(tmp_path)]
-    with pytest.raises(SystemExit) as caught:
-        train.main([*options, *args])
-    assert caught.value.code == 2
-    err = capsys.readouterr().err
-    assert expected in err and len(err) < 1000
+    for args, expected in TOO_LARGE:
+        with pytest.raises(SystemExit) as caught:
+            train.main([*options, *args])
+        assert caught.value.code == 2, args[0]
+        err = capsys.readouterr().err
+        assert expected in err and len(err) < 1000, err
     assert not (tmp_path / "last.pt").exists()
 
 
@@ -452,22 +455,22 @@ def parser_and_help(main, monkeypatch, capsys) -> tuple[argparse.ArgumentParser,
     return parsers[0], " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.parametrize("name", COMMANDS)
-def test_every_command_words_the_shared_options_alike(name, monkeypatch, capsys):
+def test_every_command_words_the_shared_options_alike(monkeypatch, capsys):
     """One wording per option, from machinery/cli.py: an option written out again in a
     command, in other words, fails here."""
-    main, offered = COMMANDS[name]
-    parser, text = parser_and_help(main, monkeypatch, capsys)
-    assert text.startswith(f"usage: python -m {train.__package__}.{name} ")
-    options = {o: a for a in parser._actions for o in a.option_strings}
-    assert offered <= set(options), f"{name} lacks {offered - set(options)}"
-    for option in set(options) & set(SHARED):
-        if (name, option) == ("train", "--output-dir"):
-            continue  # the folder train writes, which the other commands read: its own words
-        assert SHARED[option](options[option]), f"{name} {option}: {options[option].help!r}"
-        assert option in text
-    if "--checkpoint" in offered:  # the checkpoint's default is found in --output-dir
-        assert options["--output-dir"].default == cli.RUNS_DIR
+    for name, (main, offered) in COMMANDS.items():
+        with monkeypatch.context() as patched:
+            parser, text = parser_and_help(main, patched, capsys)
+        assert text.startswith(f"usage: python -m {train.__package__}.{name} ")
+        options = {o: a for a in parser._actions for o in a.option_strings}
+        assert offered <= set(options), f"{name} lacks {offered - set(options)}"
+        for option in set(options) & set(SHARED):
+            if (name, option) == ("train", "--output-dir"):
+                continue  # the folder train writes, which the other commands read: its own words
+            assert SHARED[option](options[option]), f"{name} {option}: {options[option].help!r}"
+            assert option in text, f"{name}: {option}"
+        if "--checkpoint" in offered:  # the checkpoint's default is found in --output-dir
+            assert options["--output-dir"].default == cli.RUNS_DIR, name
 
 
 def test_without_a_trained_model_every_command_says_the_same_and_what_to_run(
@@ -529,34 +532,141 @@ def test_a_setting_added_to_train_config_gets_its_option_typed_by_its_annotation
 DIRECTML_TORCH = "2.4.1"  # the torch that torch-directml pins: the directml environment's
 
 
-@pytest.mark.parametrize(
-    ("accelerator", "torch_version", "code", "noted"),
-    [
-        ("directml", "2.14.1+cpu", discovery.NOT_INSTALLED, False),  # the doctor's cpu environment
-        ("directml", DIRECTML_TORCH, discovery.NOT_INSTALLED, True),  # its own, without the package
-        ("cpu", "2.14.1+cpu", discovery.NOT_INSTALLED, False),
-        ("cuda", "2.14.1+cpu", discovery.NOT_BUILT, False),  # the cpu environment of a cuda project
-        ("cuda", "2.14.1+cu130", discovery.NO_DEVICE, True),  # the cuda environment, no GPU seen
-    ],
-)
+ENVIRONMENTS = [  # the project's stack, the environment's torch, why its backend is missing
+    ("directml", "2.14.1+cpu", discovery.NOT_INSTALLED, False),  # the doctor's cpu environment
+    ("directml", DIRECTML_TORCH, discovery.NOT_INSTALLED, True),  # its own, without the package
+    ("cpu", "2.14.1+cpu", discovery.NOT_INSTALLED, False),
+    ("cuda", "2.14.1+cpu", discovery.NOT_BUILT, False),  # the cpu environment of a cuda project
+    ("cuda", "2.14.1+cu130", discovery.NO_DEVICE, True),  # the cuda environment, no GPU seen
+]
+
+
 def test_the_header_notes_a_missing_backend_only_in_the_environment_made_for_it(
-    capsys, monkeypatch, cpu_discovery, small_synthetic, tmp_path,
-    accelerator, torch_version, code, noted,
-):  # fmt: skip
+    capsys, monkeypatch, cpu_discovery, small_synthetic, tmp_path
+):
     """The cpu environment that the doctor names for a machine without a GPU trains on the CPU
     without a word about the default stack; the default stack's own environment, missing its
     backend, says why at every run."""
-    kind = "directml" if accelerator == "directml" else "cuda"
-    missing = devices.Unavailable(kind, "its reason", installed=False, code=code)
-    found = devices.Discovery(cpu_discovery.options, [missing])
-    monkeypatch.setattr(devices, "discover", lambda probes=None: found)
-    monkeypatch.setattr(startup.this_project, "accelerator", lambda: accelerator)
     monkeypatch.setattr(startup.this_project, "directml_torch", lambda: DIRECTML_TORCH)
-    monkeypatch.setattr(startup.torch, "__version__", torch_version)
+    for accelerator, torch_version, code, noted in ENVIRONMENTS:
+        kind = "directml" if accelerator == "directml" else "cuda"
+        missing = devices.Unavailable(kind, "its reason", installed=False, code=code)
+        found = devices.Discovery(cpu_discovery.options, [missing])
+        with monkeypatch.context() as patched:
+            patched.setattr(devices, "discover", lambda probes=None, found=found: found)
+            patched.setattr(startup.this_project, "accelerator", lambda kind=accelerator: kind)
+            patched.setattr(startup.torch, "__version__", torch_version)
 
-    code_, text, _ = run_train(
-        capsys, "--dataset", "synthetic", "--dry-run", "--output-dir", str(tmp_path)
+            code_, text, _ = run_train(
+                capsys, "--dataset", "synthetic", "--dry-run", "--output-dir", str(tmp_path)
+            )
+
+        assert code_ == 0
+        case = f"{accelerator} project, torch {torch_version}"
+        assert (f"note    : {kind} not used: its reason" in text) is noted, f"{case}: {text}"
+
+
+# ------------------------------------------------------------ --help before torch loads
+
+PACKAGE = train.__package__
+SRC = Path(__file__).resolve().parents[1] / "src"
+# A guard against a hang, not a speed goal (the benchmark times --help: docs/figures.json).
+CHILD_LIMIT_S = 300 * float(os.environ.get("TEST_TIMEOUT_SCALE", "1"))
+HELP_COMMANDS = {  # command: the main that parses its arguments once torch is loaded
+    "train": train.main,
+    "predict": predict_command.main,
+    "evaluate": evaluate.main,
+    "export": export.main,
+    "draw": draw.main,
+    "benchmark": benchmark.main,
+    "data": data.main,
+}
+COLUMNS = "100"  # one width for the child's help and this process's
+
+# The command run as `python -m` runs it; then: its exit code, and whether torch was loaded.
+CHILD = """
+import json, runpy, sys
+sys.argv = ["-m", *sys.argv[1:]]
+try:
+    runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+    code = 0
+except SystemExit as done:
+    code = done.code
+sys.stdout.flush()
+sys.stderr.write(json.dumps({"code": code, "torch": "torch" in sys.modules}))
+"""
+
+
+def help_in_a_child(command: str, *args: str) -> tuple[str, dict]:
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, f"{PACKAGE}.{command}", *args],
+        env=dict(os.environ, PYTHONPATH=path, COLUMNS=COLUMNS),
+        capture_output=True,
+        text=True,
+        timeout=CHILD_LIMIT_S,
     )
+    return done.stdout, json.loads(done.stderr.strip().splitlines()[-1])
 
-    assert code_ == 0
-    assert (f"note    : {kind} not used: its reason" in text) is noted, text
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", HELP_COMMANDS)
+def test_help_answers_without_importing_torch_and_says_what_the_command_says(
+    command, capsys, monkeypatch
+):
+    out, child = help_in_a_child(command, "--help")
+    assert child == {"code": 0, "torch": False}, f"{command} --help: {child}"
+    monkeypatch.setenv("COLUMNS", COLUMNS)
+    with pytest.raises(SystemExit) as caught:
+        HELP_COMMANDS[command](["--help"])
+    assert caught.value.code == 0
+    assert out == capsys.readouterr().out  # the same text, word for word
+    assert out.split()[:4] == ["usage:", "python", "-m", f"{PACKAGE}.{command}"]  # may wrap
+
+
+@pytest.mark.slow
+def test_a_command_without_help_still_loads_torch_and_runs():
+    """The check above can fail: a command that runs does import torch."""
+    _, child = help_in_a_child("evaluate", "--output-dir", "no-such-folder")
+    assert child == {"code": 2, "torch": True}
+
+
+def test_help_is_only_an_option_before_a_double_dash():
+    assert quick_help.asks_for_help(["--epochs", "2", "-h"])
+    assert not quick_help.asks_for_help(["--", "--help"])  # a picture named --help
+    assert not quick_help.asks_for_help(["--epochs", "2"])
+
+
+def test_train_settings_read_without_torch_are_train_pys():
+    import dataclasses
+
+    read = quick_help.train_settings()
+    assert [(f.name, f.default) for f in dataclasses.fields(read)] == [
+        (f.name, f.default) for f in dataclasses.fields(train.TrainConfig)
+    ]
+    assert read.DEFAULT_LR == train.TrainConfig.DEFAULT_LR
+
+
+def test_a_console_script_answers_help_too(monkeypatch, capsys):
+    """``pip install -e .`` puts the commands on the PATH: their --help is as quick."""
+    from importlib.metadata import EntryPoint
+
+    script = EntryPoint("lenet-train", f"{PACKAGE}.train:main", "console_scripts")
+    monkeypatch.setattr(quick_help, "_console_scripts", lambda: [script])
+    for program in ["lenet-train", "lenet-train.exe", "lenet-train-script.py"]:  # Linux, Windows
+        monkeypatch.setattr(sys, "argv", [str(Path("bin", program)), "--help"])
+        with pytest.raises(SystemExit) as caught:
+            quick_help.answer_console_script_help()
+        assert caught.value.code == 0, program
+        usage = capsys.readouterr().out.split()[:4]  # a long package name wraps the line
+        assert usage == ["usage:", "python", "-m", f"{PACKAGE}.train"], program
+
+
+def test_another_program_named_like_a_command_is_left_alone(monkeypatch, capsys):
+    from importlib.metadata import EntryPoint
+
+    script = EntryPoint("other-train", "other.train:main", "console_scripts")
+    monkeypatch.setattr(quick_help, "_console_scripts", lambda: [script])
+    monkeypatch.setattr(sys, "argv", ["other-train", "--help"])
+    quick_help.answer_console_script_help()  # returns: not one of this project's
+    assert capsys.readouterr().out == ""

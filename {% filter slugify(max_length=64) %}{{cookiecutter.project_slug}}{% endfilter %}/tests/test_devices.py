@@ -69,15 +69,15 @@ def discovery_with(directml_probe_fn, *others):
 MACHINES = [("darwin", "arm64"), ("linux", "aarch64"), ("win32", "AMD64"), ("linux", "x86_64")]
 
 
-@pytest.mark.parametrize("system, machine", MACHINES)
-def test_directml_wheels_are_where_the_environment_files_install_torch_directml(system, machine):
+def test_directml_wheels_are_where_the_environment_files_install_torch_directml():
     from packaging.markers import Marker
 
     from gpu_doctor.project import load_project
 
     marker = Marker(load_project().stacks["directml"]["markers"]["torch-directml"])
-    wheels = marker.evaluate({"sys_platform": system, "platform_machine": machine})
-    assert dml_probe.directml_has_wheels(system, machine) is wheels
+    for system, machine in MACHINES:
+        wheels = marker.evaluate({"sys_platform": system, "platform_machine": machine})
+        assert dml_probe.directml_has_wheels(system, machine) is wheels, (system, machine)
 
 
 def test_a_mac_in_a_directml_project_is_not_told_to_pip_install_torch_directml(monkeypatch):
@@ -90,41 +90,40 @@ def test_a_mac_in_a_directml_project_is_not_told_to_pip_install_torch_directml(m
     assert "pip install torch-directml==" in dml_probe.directml_missing_reason("directml", "2.4.1")
 
 
-@pytest.mark.parametrize("torch_version", ["2.14.1", "2.14.1+cpu", "2.4.0"])
 def test_an_environment_with_another_torch_is_not_told_to_pip_install_torch_directml(
-    monkeypatch, torch_version
+    monkeypatch,
 ):
     """The cpu environment of a directml project: pip install torch-directml there would put
     torch 2.4.1 back in place of its torch. The reason points at the directml environment."""
     monkeypatch.setattr(dml_probe, "directml_has_wheels", lambda: True)
-    reason = dml_probe.directml_missing_reason("directml", torch_version)
-    assert "pip install" not in reason and "directml environment" in reason, reason
-    assert torch_version.split("+")[0] in reason
+    for torch_version in ["2.14.1", "2.14.1+cpu", "2.4.0"]:
+        reason = dml_probe.directml_missing_reason("directml", torch_version)
+        assert "pip install" not in reason and "directml environment" in reason, reason
+        assert torch_version.split("+")[0] in reason, reason
 
 
 LIBD3D12 = OSError("libd3d12.so: cannot open shared object file: No such file or directory")
 
 
-@pytest.mark.parametrize(
-    "error, expected, code",
-    [
-        (LIBD3D12, "OSError: libd3d12.so: cannot open shared object file",
-         discovery.LIBRARY_MISSING),
-        (ImportError("DLL load failed while importing torch_directml_native"), "ImportError: DLL",
-         discovery.LOAD_FAILED),
-        (RuntimeError("Unknown error -2107306512"), "RuntimeError: Unknown error -2107306512",
-         discovery.LOAD_FAILED),
-    ],
-)  # fmt: skip
-def test_directml_that_fails_to_load_falls_back_to_cpu_with_the_reason(error, expected, code):
-    found = discovery_with(directml_probe(error=error))
-    assert devices.choose("auto", found).kind == "cpu"
-    (missing,) = [u for u in found.unavailable if u.kind == "directml"]
-    assert missing.reason.startswith("torch_directml failed to load: ")
-    assert expected in missing.reason
-    assert (missing.code, missing.detail) == (code, f"{type(error).__name__}: {error}")
-    assert "\n" not in missing.reason
-    assert missing in found.warnings()  # installed but broken: worth a line at start-up
+LOAD_FAILURES = [  # what importing torch_directml raised, the reason's words, its code
+    (LIBD3D12, "OSError: libd3d12.so: cannot open shared object file", discovery.LIBRARY_MISSING),
+    (ImportError("DLL load failed while importing torch_directml_native"), "ImportError: DLL",
+     discovery.LOAD_FAILED),
+    (RuntimeError("Unknown error -2107306512"), "RuntimeError: Unknown error -2107306512",
+     discovery.LOAD_FAILED),
+]  # fmt: skip
+
+
+def test_directml_that_fails_to_load_falls_back_to_cpu_with_the_reason():
+    for error, expected, code in LOAD_FAILURES:
+        found = discovery_with(directml_probe(error=error))
+        assert devices.choose("auto", found).kind == "cpu"
+        (missing,) = [u for u in found.unavailable if u.kind == "directml"]
+        assert missing.reason.startswith("torch_directml failed to load: ")
+        assert expected in missing.reason
+        assert (missing.code, missing.detail) == (code, f"{type(error).__name__}: {error}")
+        assert "\n" not in missing.reason
+        assert missing in found.warnings()  # installed but broken: worth a line at start-up
 
 
 def test_is_available_raising_is_a_reason_not_a_crash():
@@ -174,28 +173,28 @@ def test_auto_prefers_the_discrete_adapter_whatever_its_index():
     assert devices.choose("DML:1", found).name == "Microsoft Basic Render Driver"
 
 
-@pytest.mark.parametrize(
-    "name, rank",
-    [
-        ("NVIDIA GeForce RTX 4070 Laptop GPU", 2),
-        ("AMD Radeon RX 6700 XT", 2),
-        ("AMD Radeon Pro W6800", 2),
-        ("Intel(R) Arc(TM) A770 Graphics", 2),
-        ("Intel(R) Arc(TM) B580 Graphics", 2),
-        ("Intel(R) UHD Graphics 620", 0),
-        ("Intel(R) Iris(R) Xe Graphics", 0),
-        ("Intel(R) Arc(TM) Graphics", 0),
-        ("Intel(R) Arc(TM) 140V GPU (16GB)", 0),
-        ("AMD Radeon(TM) Graphics", 0),
-        ("AMD Radeon 780M Graphics", 0),
-        ("AMD Radeon(TM) Vega 8 Graphics", 0),
-        ("Qualcomm(R) Adreno(TM) X1-85 GPU", 0),
-        ("Some Future GPU 9000", 1),
-        ("Microsoft Basic Render Driver", -1),
-    ],
-)
-def test_adapter_rank_tells_discrete_from_integrated(name, rank):
-    assert dml_probe.adapter_rank(name) == rank
+ADAPTER_RANKS = [  # 2: a discrete GPU, 1: not known, 0: integrated, -1: a software renderer
+    ("NVIDIA GeForce RTX 4070 Laptop GPU", 2),
+    ("AMD Radeon RX 6700 XT", 2),
+    ("AMD Radeon Pro W6800", 2),
+    ("Intel(R) Arc(TM) A770 Graphics", 2),
+    ("Intel(R) Arc(TM) B580 Graphics", 2),
+    ("Intel(R) UHD Graphics 620", 0),
+    ("Intel(R) Iris(R) Xe Graphics", 0),
+    ("Intel(R) Arc(TM) Graphics", 0),
+    ("Intel(R) Arc(TM) 140V GPU (16GB)", 0),
+    ("AMD Radeon(TM) Graphics", 0),
+    ("AMD Radeon 780M Graphics", 0),
+    ("AMD Radeon(TM) Vega 8 Graphics", 0),
+    ("Qualcomm(R) Adreno(TM) X1-85 GPU", 0),
+    ("Some Future GPU 9000", 1),
+    ("Microsoft Basic Render Driver", -1),
+]
+
+
+def test_adapter_rank_tells_discrete_from_integrated():
+    ranks = {name: dml_probe.adapter_rank(name) for name, _ in ADAPTER_RANKS}
+    assert ranks == dict(ADAPTER_RANKS)
 
 
 def test_directml_reports_float64_support():
@@ -232,22 +231,23 @@ def test_a_probe_that_crashes_becomes_a_reason():
     assert "RuntimeError: driver exploded" in found.unavailable[0].reason
 
 
-@pytest.mark.parametrize("request_", ["cuda", "cuda:0", "xpu", "mps", "directml", "directml:1"])
-def test_asking_for_a_missing_device_names_what_is_available(request_):
+def test_asking_for_a_missing_device_names_what_is_available():
     found = discovery_with(directml_probe(error=LIBD3D12))
-    with pytest.raises(devices.DeviceNotAvailable) as caught:
-        devices.choose(request_, found)
-    message = str(caught.value)
-    assert f"'{request_}' is not available" in message
-    assert "Available: cpu (" in message
-    if request_.startswith("directml"):
-        assert "libd3d12.so" in message  # and why not
+    for request_ in ["cuda", "cuda:0", "xpu", "mps", "directml", "directml:1"]:
+        with pytest.raises(devices.DeviceNotAvailable) as caught:
+            devices.choose(request_, found)
+        message = str(caught.value)
+        assert f"'{request_}' is not available" in message
+        assert "Available: cpu (" in message
+        if request_.startswith("directml"):
+            assert "libd3d12.so" in message  # and why not
 
 
-@pytest.mark.parametrize("request_", ["gpu", "cuda:x", "auto:1", ""])
-def test_an_unknown_device_name_is_a_clear_error(request_):
-    with pytest.raises(devices.DeviceNotAvailable, match="Available: cpu"):
-        devices.choose(request_, devices.discover(probes=[devices.probe_cpu]))
+def test_an_unknown_device_name_is_a_clear_error():
+    found = devices.discover(probes=[devices.probe_cpu])
+    for request_ in ["gpu", "cuda:x", "auto:1", ""]:
+        with pytest.raises(devices.DeviceNotAvailable, match="Available: cpu"):
+            devices.choose(request_, found)
 
 
 def test_explicit_cpu_is_always_there():
@@ -406,30 +406,31 @@ def test_auto_trains_on_the_gpu_the_doctor_recommends_not_on_rocm_device_0(gpu_t
     assert devices.choose("cuda:0", found).name == "AMD Radeon(TM) Graphics"  # still reachable
 
 
-@pytest.mark.parametrize(
-    "properties",
-    [
-        [("gfx1036:xnack-", True), ("gfx1100", False)],
-        [("gfx1103", True), ("gfx1101", False), ("gfx900", False)],
-        [("", False), ("gfx1201:sramecc-", True)],  # a build without gcnArchName: torch's order
-        [RuntimeError("no properties"), ("gfx1030", False), ("gfx1151", True)],
-        [("gfx1100", False)],
-    ],
-)
-def test_auto_ranks_rocm_gpus_in_the_order_verify_install_recommends_them(properties):
+ROCM_MACHINES = [  # each GPU's (gcnArchName, is_integrated), in torch's order
+    [("gfx1036:xnack-", True), ("gfx1100", False)],
+    [("gfx1103", True), ("gfx1101", False), ("gfx900", False)],
+    [("", False), ("gfx1201:sramecc-", True)],  # a build without gcnArchName: torch's order
+    [RuntimeError("no properties"), ("gfx1030", False), ("gfx1151", True)],
+    [("gfx1100", False)],
+]
+
+
+def test_auto_ranks_rocm_gpus_in_the_order_verify_install_recommends_them():
     """The package ranks GPUs itself, from its own copy of the targets (this_project.json),
     so that it stands without the doctor; the order is the doctor's."""
     from gpu_doctor.amd_windows import recommended_first
 
-    options = [SimpleNamespace(index=index) for index in range(len(properties))]
+    for properties in ROCM_MACHINES:
+        options = [SimpleNamespace(index=index) for index in range(len(properties))]
 
-    def read(index):
-        if isinstance(properties[index], Exception):
-            raise properties[index]
-        arch, integrated = properties[index]
-        return SimpleNamespace(gcnArchName=arch, is_integrated=integrated)
+        def read(index, properties=properties):
+            if isinstance(properties[index], Exception):
+                raise properties[index]
+            arch, integrated = properties[index]
+            return SimpleNamespace(gcnArchName=arch, is_integrated=integrated)
 
-    assert devices.best_rocm_gpu_first(options, read) == recommended_first(options, read)
+        ranked = devices.best_rocm_gpu_first(options, read)
+        assert ranked == recommended_first(options, read), properties
 
 
 @pytest.mark.parametrize("kind", ["rocm", "xpu"])

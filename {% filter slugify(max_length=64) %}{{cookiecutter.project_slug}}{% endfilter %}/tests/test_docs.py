@@ -5,7 +5,8 @@ in docs/ one link away. Every ``python -m`` command and every project file the R
 name exists; the links between documents (and their #anchors) resolve; the run configurations
 in the README are the ones in ``.run/`` and ``.vscode/``; the messages quoted in
 docs/troubleshooting.md are the program's own; the English and Chinese READMEs say the same
-things; and the checks that docs/directml.md quotes still agree with it on this machine.
+things; the figures they quote are docs/figures.json's; and the checks that docs/directml.md
+quotes still agree with it on this machine.
 """
 
 from __future__ import annotations
@@ -101,79 +102,89 @@ def links(text: str) -> list:
 # ---------------------------------------------------------------------- files and commands
 
 
-@pytest.mark.parametrize("document", DOCUMENTS)
-def test_document_exists(document):
-    assert (ROOT / document).is_file()
-
-
-def test_every_page_in_docs_is_checked_here():
+def test_every_document_exists_and_every_page_in_docs_is_checked_here():
+    assert [document for document in DOCUMENTS if not (ROOT / document).is_file()] == []
     assert sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")) == PAGES
 
 
-@pytest.mark.parametrize("document", DOCUMENTS)
-def test_every_python_m_command_names_a_module_of_this_project(document):
+def module_problems(document: str) -> list:
+    """What is wrong with the ``python -m`` commands that ``document`` names."""
     modules = set(re.findall(r"python -m ([\w.]+)", read(document)))
-
-    assert modules, f"{document} names no command"
-    for module in modules:
-        if module in OTHER_MODULES:
-            continue
+    if not modules:
+        return [f"{document} names no command"]
+    problems = []
+    for module in sorted(modules - OTHER_MODULES):
         top, _, rest = module.partition(".")
-        folders = {PACKAGE: SOURCES}
-        assert top in folders and rest, f"{document}: python -m {module}"
-        path = folders[top] / (rest.replace(".", "/") + ".py")
+        if top != PACKAGE or not rest:
+            problems.append(f"{document}: python -m {module}")
+            continue
+        path = SOURCES / (rest.replace(".", "/") + ".py")
         if not path.is_file():  # a package run with python -m: its __main__.py
             path = path.with_suffix("") / "__main__.py"
-        assert path.is_file(), f"{document}: python -m {module}: no {path.relative_to(ROOT)}"
-        source = path.read_text(encoding="utf-8")
-        assert "__main__" in source, f"{document}: {module} cannot run with python -m"
+        if not path.is_file():
+            problems.append(f"{document}: python -m {module}: no {path.relative_to(ROOT)}")
+        elif "__main__" not in path.read_text(encoding="utf-8"):
+            problems.append(f"{document}: {module} cannot run with python -m")
+    return problems
 
 
-@pytest.mark.parametrize("document", DOCUMENTS)
-def test_every_project_file_named_exists(document):
-    for span in code_spans(read(document), commands_only=True):
-        for word in re.findall(r"[\w.\-/]+", span):
-            word = word.rstrip(".,:;")
-            first = word.split("/")[0]
-            if first in OUTPUTS:
-                continue
-            if "/" in word and first in PROJECT_FOLDERS or word in PROJECT_FILES:
-                assert (ROOT / word).exists(), f"{document} names {word}, which does not exist"
+def test_every_python_m_command_names_a_module_of_this_project():
+    assert [problem for document in DOCUMENTS for problem in module_problems(document)] == []
 
 
-@pytest.mark.parametrize("document", ["README.md", "README.zh-CN.md"])
-def test_the_console_scripts_named_are_installed(document):
+def test_every_project_file_named_exists():
+    missing = []
+    for document in DOCUMENTS:
+        for span in code_spans(read(document), commands_only=True):
+            for word in re.findall(r"[\w.\-/]+", span):
+                word = word.rstrip(".,:;")
+                first = word.split("/")[0]
+                if first in OUTPUTS:
+                    continue
+                if ("/" in word and first in PROJECT_FOLDERS or word in PROJECT_FILES) and not (
+                    ROOT / word
+                ).exists():
+                    missing.append(f"{document} names {word}, which does not exist")
+    assert missing == []
+
+
+def test_the_console_scripts_named_are_installed():
     pyproject = read("pyproject.toml")
     section = pyproject.split("[project.scripts]", 1)[1].split("\n[", 1)[0]
     scripts = set(re.findall(r"(?m)^([\w.\-]+)\s*=", section))
-    named = {
-        span
-        for span in code_spans(read(document))
-        if re.fullmatch(r"[\w.-]+-(verify|train|evaluate|benchmark)", span)
-    }
+    for document in READMES:
+        named = {
+            span
+            for span in code_spans(read(document))
+            if re.fullmatch(r"[\w.-]+-(verify|train|evaluate|benchmark)", span)
+        }
 
-    assert named, "the README names no console script"
-    assert named <= scripts
+        assert named, f"{document} names no console script"
+        assert named <= scripts, document
 
 
 # --------------------------------------------------------------------------------- links
 
 
-@pytest.mark.parametrize("document", DOCUMENTS)
-def test_links_between_documents_resolve(document):
+def broken_links(document: str) -> list:
     here = (ROOT / document).parent
-    text = read(document)
-    for link in links(text):
+    broken = []
+    for link in links(read(document)):
         if re.match(r"^[a-z]+:", link):
             continue  # https:, mailto:
         target, _, anchor = link.partition("#")
         path = (here / target).resolve() if target else ROOT / document
-        assert path.exists(), f"{document}: link to {link} does not resolve"
-        if anchor:
-            assert path.suffix == ".md", f"{document}: anchor into a non-Markdown file: {link}"
-            assert anchor in anchors(path.read_text(encoding="utf-8")), (
-                f"{document}: no #{anchor} in {target or document}"
-            )
+        if not path.exists():
+            broken.append(f"{document}: link to {link} does not resolve")
+        elif anchor and path.suffix != ".md":
+            broken.append(f"{document}: anchor into a non-Markdown file: {link}")
+        elif anchor and anchor not in anchors(path.read_text(encoding="utf-8")):
+            broken.append(f"{document}: no #{anchor} in {target or document}")
+    return broken
+
+
+def test_links_between_documents_resolve():
+    assert [broken for document in DOCUMENTS for broken in broken_links(document)] == []
 
 
 def test_the_readmes_link_each_other_and_every_page_of_the_docs():
@@ -191,11 +202,12 @@ def test_the_readmes_link_each_other_and_every_page_of_the_docs():
 # ------------------------------------------------------------- the student's README
 
 
-@pytest.mark.parametrize("document", READMES)
-def test_the_readme_is_short(document):
-    lines = read(document).splitlines()
+def test_the_readmes_are_short_and_show_the_template_version():
+    for document in READMES:
+        lines = read(document).splitlines()
 
-    assert len(lines) <= README_LINES, f"{document}: {len(lines)} lines"
+        assert len(lines) <= README_LINES, f"{document}: {len(lines)} lines"
+        assert re.search(r"\d+\.\d+\.\d+", read(document).split("\n## ")[0]), document
 
 
 def first_run_steps() -> list:
@@ -225,21 +237,20 @@ def first_run_steps() -> list:
     return found
 
 
-@pytest.mark.parametrize(
-    "document,heading", [("README.md", "First run"), ("README.zh-CN.md", "第一次运行")]
-)
-def test_the_first_run_is_on_the_first_screen(document, heading):
+def test_the_first_run_is_on_the_first_screen():
     """What the project is, then the first run: each of its steps (training among them) by its
     run configuration's name or by its command, within the README's first lines."""
-    text = read(document)
-    first = "\n".join(text.splitlines()[:FIRST_RUN_LINES])
+    steps = first_run_steps()
+    for document, heading in [("README.md", "First run"), ("README.zh-CN.md", "第一次运行")]:
+        text = read(document)
+        first = "\n".join(text.splitlines()[:FIRST_RUN_LINES])
 
-    assert re.findall(r"(?m)^## (.+)$", text)[0] == heading
-    assert re.search(r"\btrain\b", first)
-    for command, names in first_run_steps():
-        assert command in first or any(name in first for name in names), (
-            f"{document}: the step {command} is not in the first {FIRST_RUN_LINES} lines"
-        )
+        assert re.findall(r"(?m)^## (.+)$", text)[0] == heading, document
+        assert re.search(r"\btrain\b", first), document
+        for command, names in steps:
+            assert command in first or any(name in first for name in names), (
+                f"{document}: the step {command} is not in the first {FIRST_RUN_LINES} lines"
+            )
 
 
 TERMINAL_HEADINGS = [("README.md", "### In a terminal"), ("README.zh-CN.md", "### 在终端中")]
@@ -251,32 +262,32 @@ def terminal_steps(document: str, heading: str) -> str:
     return section.split(f"python -m {PACKAGE}.verify_install", 1)[0]
 
 
-@pytest.mark.parametrize("document,heading", TERMINAL_HEADINGS)
-def test_the_terminal_steps_run_the_doctor_before_making_an_environment(document, heading):
+def test_the_terminal_steps_run_the_doctor_before_making_an_environment():
     """The doctor names the environment that fits the machine; the default file's commands
     follow it, as what it prints where the default stack fits."""
-    steps = terminal_steps(document, heading)
-    commands = ("conda env create", "-m venv", "uv sync")
-    makes = [steps.index(command) for command in commands if command in steps]
+    for document, heading in TERMINAL_HEADINGS:
+        steps = terminal_steps(document, heading)
+        commands = ("conda env create", "-m venv", "uv sync")
+        makes = [steps.index(command) for command in commands if command in steps]
 
-    assert makes, steps
-    assert "python doctor.pyz" in steps and steps.index("python doctor.pyz") < min(makes)
+        assert makes, steps
+        assert "python doctor.pyz" in steps and steps.index("python doctor.pyz") < min(makes)
 
 
-@pytest.mark.parametrize("document,heading", TERMINAL_HEADINGS)
-def test_the_terminal_steps_name_only_the_systems_the_default_stack_runs_on(document, heading):
+def test_the_terminal_steps_name_only_the_systems_the_default_stack_runs_on():
     """A Windows-only stack (rocm-windows) gets no Linux or macOS activation, a Linux-only one
     (rocm) no Windows steps: the stack table's platforms decide."""
     project = json.loads(read("environments/project.json"))
     platforms = project["stacks"][project["accelerator"]]["platforms"]
-    steps = terminal_steps(document, heading)
-    if "Windows" not in platforms:
-        assert "Windows" not in steps and ".venv\\Scripts" not in steps, steps
-    if "Linux" not in platforms and "WSL2" not in platforms:
-        assert "source .venv/bin/activate" not in steps, steps
-    for system in ("Linux", "macOS"):
-        if system not in platforms:
-            assert system not in steps, steps
+    for document, heading in TERMINAL_HEADINGS:
+        steps = terminal_steps(document, heading)
+        if "Windows" not in platforms:
+            assert "Windows" not in steps and ".venv\\Scripts" not in steps, steps
+        if "Linux" not in platforms and "WSL2" not in platforms:
+            assert "source .venv/bin/activate" not in steps, steps
+        for system in ("Linux", "macOS"):
+            if system not in platforms:
+                assert system not in steps, steps
 
 
 # ---------------------------------------------------------------- run configurations
@@ -323,34 +334,32 @@ def vscode_configurations() -> dict:
     return {c["name"]: command(c) for c in launch["configurations"]}
 
 
-@pytest.mark.parametrize(
-    "document,pycharm_header,vscode_header",
-    [
-        ("README.md", "Run configuration", "Launch configuration"),
-        ("README.zh-CN.md", "运行配置", "启动配置"),
-    ],
-)
-def test_the_run_configurations_in_the_readme_are_the_real_ones(
-    document, pycharm_header, vscode_header
-):
-    text = read(document)
-    if (ROOT / ".run").is_dir():
-        assert readme_table(text, pycharm_header) == pycharm_configurations()
-    else:
-        assert not readme_table(text, pycharm_header)
-        assert ".run/" not in text and "PyCharm" not in text
-    if (ROOT / ".vscode").is_dir():
-        assert readme_table(text, vscode_header) == vscode_configurations()
-    else:
-        assert not readme_table(text, vscode_header)
-        assert ".vscode" not in text and "VS Code" not in text
+RUN_CONFIGURATION_HEADERS = [
+    ("README.md", "Run configuration", "Launch configuration"),
+    ("README.zh-CN.md", "运行配置", "启动配置"),
+]
 
 
-@pytest.mark.parametrize("document", ["README.md", "README.zh-CN.md"])
-def test_the_readme_names_only_the_environment_file_that_exists(document):
-    text = read(document)
-    for name in ("environment.yml", "requirements.txt"):
-        assert (name in text) == (ROOT / name).exists(), name
+def test_the_run_configurations_in_the_readme_are_the_real_ones():
+    for document, pycharm_header, vscode_header in RUN_CONFIGURATION_HEADERS:
+        text = read(document)
+        if (ROOT / ".run").is_dir():
+            assert readme_table(text, pycharm_header) == pycharm_configurations(), document
+        else:
+            assert not readme_table(text, pycharm_header), document
+            assert ".run/" not in text and "PyCharm" not in text, document
+        if (ROOT / ".vscode").is_dir():
+            assert readme_table(text, vscode_header) == vscode_configurations(), document
+        else:
+            assert not readme_table(text, vscode_header), document
+            assert ".vscode" not in text and "VS Code" not in text, document
+
+
+def test_the_readmes_name_only_the_environment_file_that_exists():
+    for document in READMES:
+        text = read(document)
+        for name in ("environment.yml", "requirements.txt"):
+            assert (name in text) == (ROOT / name).exists(), f"{document}: {name}"
 
 
 # ----------------------------------------------------------------------- troubleshooting
@@ -422,9 +431,50 @@ def test_both_readmes_say_the_same_things():
     assert english.count("\n### ") == chinese.count("\n### ")
 
 
-@pytest.mark.parametrize("document", ["README.md", "README.zh-CN.md"])
-def test_the_template_version_is_shown(document):
-    assert re.search(r"\d+\.\d+\.\d+", read(document).split("\n## ")[0])
+# ------------------------------------------------------------------------- figures
+# The figures the documents quote are the ones in docs/figures.json, measured by one command
+# (python benchmarks/figures.py) on one named machine: a document that says another number
+# fails here, naming each sentence to update.
+
+FIGURES = json.loads((ROOT / "docs" / "figures.json").read_text(encoding="utf-8"))
+
+
+def quoted() -> dict[str, list[str]]:
+    """Each document, and the phrases in it that quote the figures file."""
+    epoch = FIGURES["synthetic_epoch"]
+    accuracy = f"{epoch['test_accuracy_percent']:.2f} %"
+    command = epoch["command_s"]
+    return {
+        "README.md": [f"{command} s on a busy 2-core CPU", f"{accuracy} test accuracy"],
+        "README.zh-CN.md": [f"{command} 秒", f"测试准确率 {accuracy}"],
+        "docs/workshop.md": [
+            FIGURES["machine"],
+            f"took {command} s from the command to the test accuracy",
+            f"the epoch itself {epoch['epoch_s']} s at {epoch['images_per_s']:,} images/s",
+            f"LeNet reaches {accuracy} on them after one epoch",
+            f"answers in {max(FIGURES['help_s'].values()):.1f} s or less",
+            f"`import torch` alone takes {FIGURES['import_torch_s']} s",
+            FIGURES["command"],
+        ],
+        f"src/{PACKAGE}/model.py": [f"{accuracy} measured"],
+    }
+
+
+def test_the_documents_quote_the_figures_file():
+    missing = []
+    for document, phrases in quoted().items():
+        text = " ".join((ROOT / document).read_text(encoding="utf-8").split())
+        missing += [f"{document} should say {p!r}" for p in phrases if p not in text]
+    assert missing == [], "docs/figures.json was measured again: update these"
+
+
+def test_the_figures_file_names_its_machine_and_its_command():
+    assert re.fullmatch(r"\d+-core \S+ \S+ CPU, torch \S+", FIGURES["machine"])
+    assert FIGURES["command"].startswith("python benchmarks/figures.py")
+    assert (ROOT / "benchmarks" / "figures.py").is_file()
+    epoch = FIGURES["synthetic_epoch"]
+    assert 0 < epoch["epoch_s"] <= epoch["command_s"]
+    assert 10 < epoch["test_accuracy_percent"] <= 100
 
 
 # ------------------------------------------------------------------------ workshop

@@ -1,11 +1,14 @@
-"""The trained model exported to ONNX and run by ONNX Runtime: export, predict.py, evaluate
---onnx and the draw page, on the CPU (the only execution provider every machine has)."""
+"""The trained model exported to ONNX and run by ONNX Runtime: export (and the run's files it
+never replaces), predict.py, evaluate --onnx and the draw page (with a model's own classes), on
+the CPU (the only execution provider every machine has)."""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from {{ cookiecutter.package_name }} import (
     draw,
     evaluate,
     export,
+    train,
 )
 from {{ cookiecutter.package_name }}.machinery import (
     checkpoints,
@@ -255,3 +259,116 @@ def test_the_doctor_warns_of_two_onnx_runtime_packages_and_is_silent_without_one
 
     monkeypatch.setattr(onnx_runtime_check, "installed_packages", lambda: [])
     assert onnx_runtime_check.findings() == []
+
+
+# --------------------------------------------------------------------- export --output
+# export --output never replaces a file the run needs: its checkpoints, its other files, the
+# checkpoint being exported. It is refused in one sentence before anything is written.
+
+RUN_FILES = ("best.pt", "last.pt", "metrics.json", "metrics.csv", "curves.png")
+
+
+@pytest.fixture
+def run(trained_run, tmp_path):
+    """A copy of the trained run's folder, to be exported from."""
+    folder = tmp_path / "run"
+    shutil.copytree(trained_run, folder)
+    return folder
+
+
+def _contents(folder):
+    return {path.name: path.read_bytes() for path in folder.iterdir()}
+
+
+def test_an_output_that_is_a_file_of_the_run_is_refused_and_nothing_is_written(run, capsys):
+    before = _contents(run)
+    for checkpoint in ("best.pt", "last.pt"):
+        for output in RUN_FILES:
+            argv = ["--checkpoint", str(run / checkpoint), "--output", str(run / output)]
+            code = export.main(argv)
+            captured = capsys.readouterr()
+
+            assert code == 2, (checkpoint, output, captured.out)
+            assert _contents(run) == before  # the trained model, the resume point, the metrics
+            assert "Nothing was written" in captured.err and "Traceback" not in captured.err
+            assert len(captured.err.strip().splitlines()) == 1 and captured.out == ""
+
+
+def test_the_checkpoint_itself_is_refused_under_any_name_that_reaches_it(run, capsys):
+    checkpoint = run / "model-as-checkpoint.onnx"  # a checkpoint may carry any name
+    shutil.copyfile(run / "best.pt", checkpoint)
+    before = checkpoint.read_bytes()
+    names = [
+        checkpoint,
+        run / "." / checkpoint.name,
+        run.parent / "run" / ".." / "run" / checkpoint.name,
+    ]
+    if sys.platform == "win32" or os.path.exists(str(checkpoint).upper()):
+        names.append(checkpoint.with_name(checkpoint.name.upper()))  # one file, either case
+    try:
+        (run / "linked.onnx").symlink_to(checkpoint)
+        names.append(run / "linked.onnx")
+    except OSError:  # Windows without the right to make links
+        pass
+
+    for name in names:
+        code = export.main(["--checkpoint", str(checkpoint), "--output", str(name)])
+        err = capsys.readouterr().err
+        assert code == 2 and "is the checkpoint being exported" in err, (name, err)
+        assert checkpoint.read_bytes() == before
+
+
+def test_a_model_file_may_still_be_written_anywhere(run, tmp_path, small_synthetic, capsys):
+    output = tmp_path / "elsewhere" / "lenet.ONNX"
+    output.parent.mkdir()
+
+    code = export.main(
+        ["--checkpoint", str(run / "best.pt"), "--output", str(output), "--check-images", "50"]
+    )
+
+    assert code == 0, capsys.readouterr()
+    assert output.is_file() and "So they agree." in capsys.readouterr().out
+
+
+# ------------------------------------------------------------- the draw page's classes
+# The draw page run by ONNX Runtime shows the classes a model of your own pictures learned,
+# as the torch runtime does, not ten outputs padded with digits.
+
+
+def _exported_with_classes(trained_run, folder, classes):
+    """The trained run's model exported as if it had learned a folder of ``classes``."""
+    saved = checkpoints.load_checkpoint(trained_run / "best.pt")
+    saved["config"] = {**saved["config"], "dataset": "folder:/photos/shapes"}
+    saved["data_split"] = {"classes": classes}
+    train.save_checkpoint(saved, folder / "best.pt")
+    state = checkpoints.Checkpoint.load(folder / "best.pt")
+    export.export(state, folder / "best.pt", folder / export.ONNX_NAME)
+    return folder / export.ONNX_NAME
+
+
+@pytest.mark.parametrize("classes", [["circle", "cross"], ["0", "1", "2", "3", "4"]])
+def test_the_onnx_runtime_shows_the_models_own_classes(trained_run, tmp_path, classes):
+    onnx_path = _exported_with_classes(trained_run, tmp_path, classes)
+    reader, state = draw.load_onnx_reader(onnx_path)
+    torch_reader, torch_state = draw.load_reader(tmp_path / "best.pt", "cpu")
+    assert reader.classes == classes == torch_reader.classes
+    note = draw.trained_on_note(state)
+    assert note == draw.trained_on_note(torch_state)
+    assert f"it answers {', '.join(classes)}. Draw" in note
+    canvas = torch.full((280, 280), 255, dtype=torch.uint8)
+    canvas[100:180, 120:160] = 0
+    assert reader.read(canvas)["classes"] == classes  # the page shows one bar per class
+
+
+def test_a_model_exported_before_it_counted_its_classes_drops_the_padding(trained_run, tmp_path):
+    import onnx
+
+    onnx_path = _exported_with_classes(trained_run, tmp_path, ["circle", "cross"])
+    model = onnx.load(str(onnx_path))
+    kept = [prop for prop in model.metadata_props if prop.key != "class_count"]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    onnx.save(model, str(onnx_path))
+    reader, _ = draw.load_onnx_reader(onnx_path)
+    assert reader.classes == ["circle", "cross"]
+    assert json.loads(reader.model.metadata["class_names"])[2:] == [str(d) for d in range(2, 10)]
