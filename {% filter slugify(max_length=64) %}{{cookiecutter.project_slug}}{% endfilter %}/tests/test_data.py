@@ -40,12 +40,12 @@ def test_synthetic_digits_of_one_class_vary():
     assert (sevens - sevens.mean(0)).abs().mean() > 10  # not one template with noise
 
 
-@pytest.mark.parametrize("n", [1, 8])
-def test_fewer_synthetic_digits_than_classes(n):
-    split = data.synthetic_digits(n, seed=5)
-    assert split.images.shape == (n, 1, 28, 28)
-    assert len(set(split.labels.tolist())) == n  # one of each drawn digit, each with ink
-    assert all(image.max() > 0 for image in split.images)
+def test_fewer_synthetic_digits_than_classes():
+    for n in (1, 8):
+        split = data.synthetic_digits(n, seed=5)
+        assert split.images.shape == (n, 1, 28, 28)
+        assert len(set(split.labels.tolist())) == n  # one of each drawn digit, each with ink
+        assert all(image.max() > 0 for image in split.images)
 
 
 def test_synthetic_digits_are_drawn_once_then_read_from_the_data_folder(tmp_path, monkeypatch):
@@ -75,16 +75,17 @@ def _other_pixels(path):  # the maker's mark intact, the images changed
     torch.save(state, path)
 
 
-@pytest.mark.parametrize("damage", [_truncated, _other_code, _other_pixels])
-def test_a_damaged_or_stale_kept_file_is_drawn_again_never_trusted(tmp_path, damage):
+def test_a_damaged_or_stale_kept_file_is_drawn_again_never_trusted(tmp_path):
     fresh = data.synthetic_digits(300, seed=22)
     data.synthetic_digits(300, seed=22, data_dir=tmp_path)
     kept = tmp_path / "synthetic" / "digits-300-seed22.pt"
-    damage(kept)
-    read = data.synthetic_digits(300, seed=22, data_dir=tmp_path)
-    assert torch.equal(read.images, fresh.images) and torch.equal(read.labels, fresh.labels)
-    state = torch.load(kept, weights_only=True)  # replaced by a good file
-    assert torch.equal(state["images"], fresh.images)
+    for damage in (_truncated, _other_code, _other_pixels):
+        damage(kept)
+        read = data.synthetic_digits(300, seed=22, data_dir=tmp_path)
+        assert torch.equal(read.images, fresh.images), damage.__name__
+        assert torch.equal(read.labels, fresh.labels), damage.__name__
+        state = torch.load(kept, weights_only=True)  # replaced by a good file
+        assert torch.equal(state["images"], fresh.images), damage.__name__
 
 
 def test_a_data_folder_that_cannot_be_written_only_means_drawing_again(tmp_path):
@@ -231,14 +232,15 @@ WRONG_FILES = {
 }
 
 
-@pytest.mark.parametrize("case", WRONG_FILES.values(), ids=WRONG_FILES.keys())
-def test_well_formed_but_wrong_files_are_named(small_mnist, offline, case):
+def test_well_formed_but_wrong_files_are_named(small_mnist, offline):
     data_dir, raw = small_mnist
-    name, content, said = case
-    mnist._write_idx(raw / name, content())
-    with pytest.raises(mnist.MNISTUnavailable) as caught:
-        data.load_mnist(data_dir)
-    assert said in str(caught.value) and "downloaded" not in str(caught.value)
+    for case, (name, content, said) in WRONG_FILES.items():
+        good = (raw / name).read_bytes()
+        mnist._write_idx(raw / name, content())
+        with pytest.raises(mnist.MNISTUnavailable) as caught:
+            data.load_mnist(data_dir)
+        assert said in str(caught.value) and "downloaded" not in str(caught.value), case
+        (raw / name).write_bytes(good)
 
 
 def test_garbage_in_place_of_a_file_is_named_and_nothing_claims_a_download(small_mnist, offline):

@@ -357,7 +357,9 @@ class FakeGpuApi:
 
 @pytest.fixture
 def gpu_torch(monkeypatch):
-    """gpu_torch(cuda=..., xpu=..., hip=...): the torch devices.py sees, with these GPUs."""
+    """gpu_torch(cuda=..., xpu=..., hip=...): the torch devices.py sees, with these GPUs (a
+    second call replaces the first machine)."""
+    real_device = torch.device
 
     def install(cuda=None, xpu=None, hip=None):
         by_kind = {"cuda": cuda or FakeGpuApi([]), "xpu": xpu or FakeGpuApi([])}
@@ -365,7 +367,6 @@ def gpu_torch(monkeypatch):
         monkeypatch.setattr(devices.torch, "xpu", by_kind["xpu"], raising=False)
         monkeypatch.setattr(devices.torch.version, "hip", hip, raising=False)
         monkeypatch.setattr(devices.torch.backends.cuda, "is_built", lambda: True)
-        real_device = torch.device
 
         def device(kind, index=None):  # where each fake GPU really computes
             api = by_kind.get(kind)
@@ -388,22 +389,19 @@ def test_rocm_is_found_through_torch_cuda_and_named_rocm(gpu_torch):
     assert devices.choose("rocm", found) is chosen
 
 
-@pytest.mark.parametrize(
-    "properties",
-    [
+def test_auto_trains_on_the_gpu_the_doctor_recommends_not_on_rocm_device_0(gpu_torch):
+    gpus = [("AMD Radeon(TM) Graphics", CPU), ("AMD Radeon RX 7900 XTX", CPU)]
+    for properties in [
         [("gfx1036:xnack-", True), ("gfx1100", False)],  # the Ryzen iGPU enumerates first
         [("gfx1036", False), ("gfx1100", False)],  # no integrated flag: the target decides
         [("gfx1103", True), ("gfx1101", False)],  # both run: the discrete one
-    ],
-)
-def test_auto_trains_on_the_gpu_the_doctor_recommends_not_on_rocm_device_0(gpu_torch, properties):
-    gpus = [("AMD Radeon(TM) Graphics", CPU), ("AMD Radeon RX 7900 XTX", CPU)]
-    gpu_torch(cuda=FakeGpuApi(gpus, properties=properties), hip="7.1.52802")
-    found = devices.discover(probes=[devices.probe_cuda, devices.probe_cpu])
+    ]:
+        gpu_torch(cuda=FakeGpuApi(gpus, properties=properties), hip="7.1.52802")
+        found = devices.discover(probes=[devices.probe_cuda, devices.probe_cpu])
 
-    chosen = devices.choose("auto", found)
-    assert (chosen.name, chosen.index) == ("AMD Radeon RX 7900 XTX", 1)
-    assert devices.choose("cuda:0", found).name == "AMD Radeon(TM) Graphics"  # still reachable
+        chosen = devices.choose("auto", found)
+        assert (chosen.name, chosen.index) == ("AMD Radeon RX 7900 XTX", 1), properties
+        assert devices.choose("cuda:0", found).name == "AMD Radeon(TM) Graphics"  # reachable
 
 
 ROCM_MACHINES = [  # each GPU's (gcnArchName, is_integrated), in torch's order
@@ -433,9 +431,8 @@ def test_auto_ranks_rocm_gpus_in_the_order_verify_install_recommends_them():
         assert ranked == recommended_first(options, read), properties
 
 
-@pytest.mark.parametrize("kind", ["rocm", "xpu"])
 def test_a_gpu_that_fails_the_smoke_test_is_a_reason_and_the_next_one_is_used(
-    gpu_torch, monkeypatch, kind
+    gpu_torch, monkeypatch
 ):
     real_smoke_test = devices.smoke_test
 
@@ -446,21 +443,20 @@ def test_a_gpu_that_fails_the_smoke_test_is_a_reason_and_the_next_one_is_used(
 
     # A Python error, not a C++ one from a meta tensor: under Wine those can crash the process.
     monkeypatch.setattr(devices, "smoke_test", smoke_test)
-    gpus = FakeGpuApi([("first GPU", BROKEN), ("second GPU", CPU)])
-    if kind == "rocm":
-        gpu_torch(cuda=gpus, hip="7.2.26015")
-        probe, prefix = devices.probe_cuda, "cuda"
-    else:
-        gpu_torch(xpu=gpus)
-        probe, prefix = devices.probe_xpu, "xpu"
-    found = devices.discover(probes=[probe, devices.probe_cpu])
-    assert [(o.kind, o.name) for o in found.options][0] == (prefix, "second GPU")
-    assert [o.kind for o in found.options] == [prefix, "cpu"]
-    (reason,) = [u.reason for u in found.unavailable]
-    assert (
-        reason
-        == f"{prefix}:0 failed a smoke test: RuntimeError: HIP error: invalid device function"
-    )
+    for kind in ("rocm", "xpu"):
+        gpus = FakeGpuApi([("first GPU", BROKEN), ("second GPU", CPU)])
+        if kind == "rocm":
+            gpu_torch(cuda=gpus, hip="7.2.26015")
+            probe, prefix = devices.probe_cuda, "cuda"
+        else:
+            gpu_torch(xpu=gpus)
+            probe, prefix = devices.probe_xpu, "xpu"
+        found = devices.discover(probes=[probe, devices.probe_cpu])
+        assert [(o.kind, o.name) for o in found.options][0] == (prefix, "second GPU")
+        assert [o.kind for o in found.options] == [prefix, "cpu"]
+        (reason,) = [u.reason for u in found.unavailable]
+        failed = "failed a smoke test: RuntimeError: HIP error: invalid device function"
+        assert reason == f"{prefix}:0 {failed}"
 
 
 def test_intel_xpu_comes_before_directml_on_an_xpu_stack(gpu_torch):
@@ -480,31 +476,30 @@ DRIVER_FAILURES = {
 }
 
 
-@pytest.mark.parametrize("kind", DRIVER_FAILURES)
-def test_a_gpu_stack_whose_driver_fails_is_a_reason_not_a_crash(gpu_torch, kind):
+def test_a_gpu_stack_whose_driver_fails_is_a_reason_not_a_crash(gpu_torch):
     """As reported for Intel Iris Xe, where torch.xpu.is_available() itself raises."""
-    error, expected = DRIVER_FAILURES[kind]
-    if kind == "rocm":
-        gpu_torch(cuda=FakeGpuApi([], available=error), hip="7.2.26015")
-    else:
-        gpu_torch(xpu=FakeGpuApi([], available=error))
-    found = devices.discover(probes=[devices.probe_cuda, devices.probe_xpu, devices.probe_cpu])
-    assert devices.choose("auto", found).kind == "cpu"
-    (missing,) = [u for u in found.unavailable if expected in u.reason]
-    assert str(error) in missing.reason
-    assert (missing.code, missing.detail) == (discovery.INIT_FAILED, f"RuntimeError: {error}")
+    probes = [devices.probe_cuda, devices.probe_xpu, devices.probe_cpu]
+    for kind, (error, expected) in DRIVER_FAILURES.items():
+        if kind == "rocm":
+            gpu_torch(cuda=FakeGpuApi([], available=error), hip="7.2.26015")
+        else:
+            gpu_torch(xpu=FakeGpuApi([], available=error))
+        found = devices.discover(probes=probes)
+        assert devices.choose("auto", found).kind == "cpu"
+        (missing,) = [u for u in found.unavailable if expected in u.reason]
+        assert str(error) in missing.reason
+        detail = f"RuntimeError: {error}"
+        assert (missing.code, missing.detail) == (discovery.INIT_FAILED, detail)
 
 
-@pytest.mark.parametrize(
-    ("hip", "code"), [(None, discovery.NO_DEVICE), ("7.2.26015", discovery.NO_ROCM_DEVICE)]
-)
-def test_a_gpu_stack_that_sees_no_gpu_says_which_runtime_saw_none(gpu_torch, hip, code):
+def test_a_gpu_stack_that_sees_no_gpu_says_which_runtime_saw_none(gpu_torch):
     """The doctor names the variables that hide GPUs from this runtime by the code alone."""
-    gpu_torch(cuda=FakeGpuApi([]), hip=hip)
-    found = devices.discover(probes=[devices.probe_cuda, devices.probe_cpu])
-    (missing,) = found.unavailable
-    assert (missing.kind, missing.code, missing.installed) == ("cuda", code, False)
-    assert missing.reason == f"torch has {'ROCm' if hip else 'CUDA'} support but sees no GPU"
+    for hip, code in [(None, discovery.NO_DEVICE), ("7.2.26015", discovery.NO_ROCM_DEVICE)]:
+        gpu_torch(cuda=FakeGpuApi([]), hip=hip)
+        found = devices.discover(probes=[devices.probe_cuda, devices.probe_cpu])
+        (missing,) = found.unavailable
+        assert (missing.kind, missing.code, missing.installed) == ("cuda", code, False)
+        assert missing.reason == f"torch has {'ROCm' if hip else 'CUDA'} support but sees no GPU"
 
 
 # ------------------------------------------------------------------ names from the drivers
@@ -521,8 +516,9 @@ def test_a_directml_adapter_name_loses_the_nul_of_its_c_string():
     assert [o.name for o in found.by_kind("directml")][1] == "Intel(R) HD Graphics 4000"
 
 
-@pytest.mark.parametrize("kind", ["cuda", "xpu"])
-def test_a_gpu_name_from_torch_loses_its_nul(gpu_torch, kind):
-    gpu_torch(**{kind: FakeGpuApi([("NVIDIA GeForce GTX 470\x00\r\n", CPU)])})
-    found = devices.discover(probes=[devices.probe_cuda, devices.probe_xpu, devices.probe_cpu])
-    assert devices.choose("auto", found).name == "NVIDIA GeForce GTX 470"
+def test_a_gpu_name_from_torch_loses_its_nul(gpu_torch):
+    for kind in ("cuda", "xpu"):
+        gpu_torch(**{kind: FakeGpuApi([("NVIDIA GeForce GTX 470\x00\r\n", CPU)])})
+        probes = [devices.probe_cuda, devices.probe_xpu, devices.probe_cpu]
+        found = devices.discover(probes=probes)
+        assert devices.choose("auto", found).name == "NVIDIA GeForce GTX 470", kind

@@ -107,18 +107,18 @@ def test_a_missing_folder_is_named(tmp_path, capsys, cpu_only):
     assert f"{tmp_path / 'nope'} is not a folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    ("device", "images", "cpus", "expected"),
-    [
-        ("cuda", 50_000, 8, folder.LoaderSettings(4, True, True)),  # pinned copies to the GPU
-        ("privateuseone", 50_000, 8, folder.LoaderSettings(4, False, True)),  # DirectML
-        ("xpu", 50_000, 4, folder.LoaderSettings(3, False, True)),  # one core for the loop
-        ("cpu", 50_000, 2, folder.LoaderSettings(0, False, False)),  # training uses the cores
-        ("cuda", 500, 16, folder.LoaderSettings(0, True, False)),  # spawning costs more
-    ],
-)
-def test_loader_settings_suit_the_device(device, images, cpus, expected):
-    assert folder.loader_settings(device, images, cpus) == expected
+LOADERS = [  # the device, the pictures, the CPU cores, and the DataLoader's settings
+    ("cuda", 50_000, 8, folder.LoaderSettings(4, True, True)),  # pinned copies to the GPU
+    ("privateuseone", 50_000, 8, folder.LoaderSettings(4, False, True)),  # DirectML
+    ("xpu", 50_000, 4, folder.LoaderSettings(3, False, True)),  # one core for the loop
+    ("cpu", 50_000, 2, folder.LoaderSettings(0, False, False)),  # training uses the cores
+    ("cuda", 500, 16, folder.LoaderSettings(0, True, False)),  # spawning costs more
+]
+
+
+def test_loader_settings_suit_the_device():
+    chosen = [folder.loader_settings(device, images, cpus) for device, images, cpus, _ in LOADERS]
+    assert chosen == [expected for *_, expected in LOADERS]
 
 
 def test_worker_processes_read_the_same_batches_every_epoch(shapes, monkeypatch):

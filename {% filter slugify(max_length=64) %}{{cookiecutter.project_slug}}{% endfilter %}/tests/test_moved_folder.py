@@ -72,19 +72,18 @@ def test_evaluate_advises_data_dir_for_a_folder_that_moved(moved, capsys, cpu_on
 
 
 @pytest.mark.skipif(importlib.util.find_spec("onnx") is None, reason="onnx is not installed")
-@pytest.mark.parametrize("command", ["export", "evaluate --onnx"])
-def test_export_and_evaluate_onnx_advise_data_dir_too(command, moved, capsys, cpu_only):
+def test_export_and_evaluate_onnx_advise_data_dir_too(moved, capsys, cpu_only):
     run, now = moved
-    if command == "export":
-        module, argv = export, ["--checkpoint", str(run / "best.pt")]
-    else:
-        module, argv = evaluate, ["--onnx", str(run / "model.onnx")]
+    commands = [  # export, then evaluate --onnx
+        (export, ["--checkpoint", str(run / "best.pt")]),
+        (evaluate, ["--onnx", str(run / "model.onnx")]),
+    ]
+    for module, argv in commands:
+        assert module.main(argv) == 2
+        advised = _advice(capsys.readouterr().err, str(now.parent / "my_shapes"))
 
-    assert module.main(argv) == 2
-    advised = _advice(capsys.readouterr().err, str(now.parent / "my_shapes"))
-
-    assert advised == f"python -m {module.__name__} {' '.join(argv)} --data-dir <folder>"
-    assert module.main([*argv, "--data-dir", str(now)]) == 0, capsys.readouterr()
+        assert advised == f"python -m {module.__name__} {' '.join(argv)} --data-dir <folder>"
+        assert module.main([*argv, "--data-dir", str(now)]) == 0, capsys.readouterr()
 
 
 def test_a_data_dir_that_is_no_folder_is_one_sentence(moved, tmp_path, capsys, cpu_only):

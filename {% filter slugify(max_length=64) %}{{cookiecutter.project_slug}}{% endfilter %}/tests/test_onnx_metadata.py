@@ -97,18 +97,18 @@ DAMAGED = {
 }
 
 
-@pytest.mark.parametrize("case", DAMAGED, ids=list(DAMAGED))
-def test_marked_metadata_that_is_missing_or_damaged_is_one_sentence(case, tmp_path, capsys):
-    metadata, words = DAMAGED[case]
-    path = model_file(tmp_path / "model.onnx", **metadata)
+def test_marked_metadata_that_is_missing_or_damaged_is_one_sentence(tmp_path, capsys):
+    for case, (metadata, words) in DAMAGED.items():
+        path = model_file(tmp_path / f"{case}.onnx", **metadata)
 
-    code = evaluate.main(["--onnx", str(path)])
-    err = capsys.readouterr().err
+        code = evaluate.main(["--onnx", str(path)])
+        err = capsys.readouterr().err
 
-    assert code == 2
-    _one_sentence(err, "is marked as exported by this project", words, "export your checkpoint")
-    with pytest.raises(draw.DrawError, match=words):
-        draw.load_onnx_reader(path)
+        assert code == 2, case
+        said = ("is marked as exported by this project", words, "export your checkpoint")
+        _one_sentence(err, *said)
+        with pytest.raises(draw.DrawError, match=words):
+            draw.load_onnx_reader(path)
 
 
 SHAPES = {
@@ -123,18 +123,17 @@ SHAPES = {
 }
 
 
-@pytest.mark.parametrize("case", SHAPES, ids=list(SHAPES))
-def test_a_marked_model_of_other_shapes_is_refused_when_it_is_loaded(case, tmp_path, capsys):
-    shape, words = SHAPES[case]
-    path = model_file(tmp_path / "model.onnx", **shape)
+def test_a_marked_model_of_other_shapes_is_refused_when_it_is_loaded(tmp_path, capsys):
+    for case, (shape, words) in SHAPES.items():
+        path = model_file(tmp_path / f"{case}.onnx", **shape)
 
-    code = evaluate.main(["--onnx", str(path)])
-    err = capsys.readouterr().err
+        code = evaluate.main(["--onnx", str(path)])
+        err = capsys.readouterr().err
 
-    assert code == 2
-    _one_sentence(err, words, "export your checkpoint again")
-    with pytest.raises(draw.DrawError, match="xport your checkpoint again"):
-        draw.load_onnx_reader(path)  # at once, not an HTTP 500 for every drawing
+        assert code == 2, case
+        _one_sentence(err, words, "export your checkpoint again")
+        with pytest.raises(draw.DrawError, match="xport your checkpoint again"):
+            draw.load_onnx_reader(path)  # at once, not an HTTP 500 for every drawing
 
 
 def test_text_from_the_model_is_shown_escaped(tmp_path, small_synthetic, capsys):

@@ -136,17 +136,18 @@ def test_a_digit_on_grey_paper_is_read_like_one_on_white(tiny_dataset, tmp_path)
     assert not handwriting.has_ink(predict_command.read_picture(blank))
 
 
-@pytest.mark.parametrize("ink_colour", [255, 0], ids=["white-ink", "black-ink"])
-def test_a_digit_on_a_transparent_background_is_read_as_shown(tiny_dataset, tmp_path, ink_colour):
+def test_a_digit_on_a_transparent_background_is_read_as_shown(tiny_dataset, tmp_path):
     """A digit drawn on a transparent background, white or black: its ink is what is drawn
     (the alpha channel), read like the same digit dark on white."""
     ink = 255 - digit_pixels(tiny_dataset)
-    colour = torch.full_like(ink, ink_colour)
-    rgba = torch.stack([colour, colour, colour, ink], dim=-1)
-    path = tmp_path / "transparent.png"
-    Image.fromarray(rgba.numpy(), mode="RGBA").save(path)
-    read = predict_command.read_picture(path)
-    assert (read.int() - upright_reading(tiny_dataset, tmp_path).int()).abs().max() <= 1
+    upright = upright_reading(tiny_dataset, tmp_path).int()
+    for ink_colour in (255, 0):  # white ink, black ink
+        colour = torch.full_like(ink, ink_colour)
+        rgba = torch.stack([colour, colour, colour, ink], dim=-1)
+        path = tmp_path / f"transparent-{ink_colour}.png"
+        Image.fromarray(rgba.numpy(), mode="RGBA").save(path)
+        read = predict_command.read_picture(path)
+        assert (read.int() - upright).abs().max() <= 1, f"ink {ink_colour}"
 
 
 def png_of_size(path, width, height):
@@ -166,19 +167,19 @@ def png_of_size(path, width, height):
     return path
 
 
-@pytest.mark.parametrize("side", [10_000, 20_000])
-def test_a_picture_too_large_says_so_without_a_warning(tmp_path, side):
+def test_a_picture_too_large_says_so_without_a_warning(tmp_path):
     """100 and 400 million pixels (Pillow warns of the first and refuses the second): one
     sentence that says the picture is too large, never that it is damaged, and no warning."""
-    path = png_of_size(tmp_path / "huge.png", side, side)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with pytest.raises(predict_command.PictureError) as refused:
-            predict_command.read_picture(path)
-    assert caught == []
-    message = str(refused.value)
-    assert "is too large a picture" in message and "crop it" in message
-    assert "damaged" not in message
+    for side in (10_000, 20_000):
+        path = png_of_size(tmp_path / f"huge-{side}.png", side, side)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(predict_command.PictureError) as refused:
+                predict_command.read_picture(path)
+        assert caught == [], side
+        message = str(refused.value)
+        assert "is too large a picture" in message and "crop it" in message
+        assert "damaged" not in message
 
 
 def test_a_folder_is_called_a_folder(tmp_path):
