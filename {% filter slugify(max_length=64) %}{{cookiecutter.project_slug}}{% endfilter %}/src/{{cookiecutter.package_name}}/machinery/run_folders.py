@@ -271,9 +271,8 @@ def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> W
         kept = stopping.what_is_kept(run.last_path)
         raise TrainError(f"{error} Training stopped. {kept}") from error
     curves = run.out / plots.CURVES_PNG
-    drawn = plots.draw_safely(
-        lambda: plots.plot_curves(run.history, curves, run.title, within), curves
-    )
+    title = curves_title(run)
+    drawn = plots.draw_safely(lambda: plots.plot_curves(run.history, curves, title, within), curves)
     written = Written(files + _drawn(run.out, drawn))
     if run.out.resolve().parent == Path(run.cfg.runs_dir).resolve():
         compare_png = run.out.parent / COMPARE_PNG
@@ -281,6 +280,12 @@ def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> W
         shown = _drawn(run.out, drawn)
         written.compared = shown[0] if shown else None
     return written
+
+
+def curves_title(run: Run) -> str:
+    """curves.png's title: the dataset by its name (never the folder it was read from), and
+    the device."""
+    return f"LeNet-5 on {plots.dataset_label(run.dataset.name)} - {run.option.describe()}"
 
 
 def _drawn(folder: Path, drawn: Path | str | None) -> list[Path]:
