@@ -11,6 +11,9 @@ CPU), and the report says which one.
 
 A checkpoint may come from another machine: the data folder it records is only read, never
 created or downloaded into; ``--data-dir`` is where evaluation may download.
+
+``evaluate_split`` (with ``eval_step``) is also train.py's validation after every epoch, and
+its test of best.pt at the end of a run.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ from .machinery import (
     console,
     devices,
     distributed,
+    metrics,
     run_folders,
     startup,
     stopping,
@@ -57,7 +58,6 @@ from .model import LeNet5, to_device
 # synthetic digits the loss jumped from 0.75 to 2.9 before it recovered, which looks broken.
 # The cap acts mostly early in a run, while gradients are large, like a lower rate just there.
 MAX_GRAD_NORM = 2.0
-POINTS_PER_EPOCH = 25  # training points within an epoch in curves.png (a one-epoch run too)
 
 
 @dataclass
@@ -99,7 +99,7 @@ OPTIMIZERS = tuple(TrainConfig.DEFAULT_LR)  # ("sgd", "adam")
 
 
 # --------------------------------------------------------------------------------------------
-# The optimizer, and the learning-rate schedule
+# The optimizer, the learning-rate schedule, and one step
 
 
 def build_optimizer(
@@ -141,10 +141,6 @@ def get_lr(step: int, total_steps: int, peak: float) -> float:
         return start + (peak - start) * step / warmup
     progress = min(1.0, (step - warmup) / max(1, total_steps - 1 - warmup))
     return end + (peak - end) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-# --------------------------------------------------------------------------------------------
-# One step
 
 
 def train_step(
@@ -229,19 +225,13 @@ def setup(
     )
     # 3. The whole dataset to the device, once: batches are then slices, with no copies.
     dataset = dataset.to(device)
+    generator = torch.Generator().manual_seed(cfg.seed)  # shuffles; on the CPU (DirectML: none)
+    batch_size = distributed.process_batch(cfg.batch_size)  # TORCHRUN: this process's share
     steps = data.num_batches(distributed.usable(len(dataset.train)), cfg.batch_size)
-    return Run(
-        cfg,
-        option,
-        dataset,
-        model,
-        optimizer,
-        stop,
-        generator=torch.Generator().manual_seed(cfg.seed),
-        batch_size=distributed.process_batch(cfg.batch_size),
-        steps_per_epoch=min(steps, cfg.DRY_RUN_BATCHES) if cfg.dry_run else steps,
-        epochs=1 if cfg.dry_run else cfg.epochs,
-    )
+    epochs = cfg.epochs
+    if cfg.dry_run:  # a few batches of one epoch
+        steps, epochs = min(steps, cfg.DRY_RUN_BATCHES), 1
+    return Run(cfg, option, dataset, model, optimizer, stop, generator, batch_size, steps, epochs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,30 +256,25 @@ def train_epoch(run: Run, epoch: int) -> Trained:
     A Ctrl+C ends it early, after the batch it was pressed in (``Trained.position``)."""
     cfg, model, optimizer = run.cfg, run.model, run.optimizer
     device = next(model.parameters()).device
-    # RESUME: a run stopped inside this epoch continues its shuffle from the batch after the
-    # stop, and its sums (TORCHRUN: the saved sums are all processes', counted by the first).
-    before, run.position = run.position or {}, None
-    if before:
-        run.generator.set_state(before["generator"])
-    shuffle = run.generator.get_state()  # what a stop inside this epoch saves
-    carried = before if distributed.is_main() else {}
+    # RESUME: a run stopped inside this epoch goes on from the batch after the stop, on the
+    # same shuffle, with the sums and seconds it had (a fresh epoch: batch 0, zero sums).
+    at = checkpoints.InEpoch.start(run.position, run.generator, distributed.is_main())
+    run.position = None
     # The running sums: the loss and the correct answers added up on the device. Nothing is
     # read back inside the loop except every log_interval batches: a readback waits for the
     # device to finish its queue (a sync), and the loop would wait with it.
-    loss_sum = torch.tensor(carried.get("loss_sum", 0.0), device=device)
-    correct = torch.tensor(carried.get("correct", 0), device=device)
-    seen = carried.get("seen", 0)
-    kept = []  # copies of the sums every few batches, still on the device: curves.png's points
-    every = max(1, run.steps_per_epoch // POINTS_PER_EPOCH)
+    loss_sum = torch.tensor(at.loss_sum, device=device)
+    correct = torch.tensor(at.correct, device=device)
+    seen = at.seen
+    points = metrics.EpochPoints(epoch, run.steps_per_epoch)  # curves.png's, on the device
     session = time.perf_counter()
-    started = session - before.get("seconds", 0.0)
-    first = before.get("batch", 0)
+    started = session - at.seconds
     order = data.shuffled(run.dataset.train, run.generator)  # one gather on the device
     order = distributed.my_share(order)  # TORCHRUN: this process's slice of the shuffle
-    batches = data.batches(order, run.batch_size, first, run.steps_per_epoch - first)
-    step = first
-    with console.epoch_bar(epoch, run.epochs, run.steps_per_epoch, first) as bar:
-        for step, (images, labels) in enumerate(batches, start=first):
+    batches = data.batches(order, run.batch_size, at.batch, run.steps_per_epoch - at.batch)
+    step = at.batch
+    with console.epoch_bar(epoch, run.epochs, run.steps_per_epoch, at.batch) as bar:
+        for step, (images, labels) in enumerate(batches, start=at.batch):
             lr = get_lr(epoch * run.steps_per_epoch + step, run.total_steps, cfg.peak_lr)
             for group in optimizer.param_groups:
                 group["lr"] = lr  # a Python float: no device work
@@ -297,8 +282,7 @@ def train_epoch(run: Run, epoch: int) -> Trained:
             loss_sum += batch_loss  # stays on the device: no sync
             correct += batch_correct
             seen += len(labels)
-            if (step + 1) % every == 0:
-                kept.append((step + 1, loss_sum.clone(), correct.clone(), seen))
+            points.keep(step + 1, loss_sum, correct, seen)  # a copy every few batches
             bar.update(1)
             if (step + 1) % cfg.log_interval == 0:  # the only readback inside an epoch
                 loss_now, correct_now, seen_now = distributed.read_back(loss_sum, correct, seen)
@@ -311,27 +295,17 @@ def train_epoch(run: Run, epoch: int) -> Trained:
                 break  # fit saves where the epoch stopped
     loss_now, correct_now, seen_now = distributed.read_back(loss_sum, correct, seen)  # a sync
     session_s = time.perf_counter() - session  # ended by that readback: the device is done
-    points = []  # curves.png's; x: the epoch count at that batch (0.5: half the first epoch)
-    for batch, loss, right, n in distributed.summed_points(kept):  # one readback for all
-        x = epoch + batch / run.steps_per_epoch
-        points.append({"epoch": epoch + 1, "x": x, "loss_sum": loss, "correct": right, "seen": n})
     trained = Trained(
         loss_now / max(1, seen_now),
         correct_now / max(1, seen_now),
         step + 1,
-        (seen_now - before.get("seen", 0)) / max(session_s, 1e-9),
+        (seen_now - at.seen_before) / max(session_s, 1e-9),
         started,
-        points,
+        points.read(),  # one readback for all of them (TORCHRUN: one collective)
     )
-    if step + 1 < run.steps_per_epoch:  # CTRL+C: the epoch stopped after this batch
-        trained.position = {
-            "batch": step + 1,  # RESUME: what --resume continues from
-            "generator": shuffle,
-            "loss_sum": loss_now,
-            "correct": correct_now,
-            "seen": seen_now,
-            "seconds": time.perf_counter() - started,
-        }
+    if step + 1 < run.steps_per_epoch:  # CTRL+C: stopped after this batch; RESUME goes on
+        seconds = time.perf_counter() - started
+        trained.position = at.stopped(step + 1, loss_now, correct_now, seen_now, seconds)
     return trained
 
 
@@ -371,7 +345,7 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# The epoch loop
+# The epoch loop, and the run
 
 
 def fit(run: Run) -> run_folders.RunResult:
@@ -426,10 +400,6 @@ def fit(run: Run) -> run_folders.RunResult:
     tested = run_folders.load_best(run)  # the model evaluate, export and draw load: best.pt's
     test = evaluate_split(run.model, run.dataset.test, limit=limit)
     return run_folders.finish(run, test, tested)  # the test result, the files, their list
-
-
-# --------------------------------------------------------------------------------------------
-# The run
 
 
 def train(
