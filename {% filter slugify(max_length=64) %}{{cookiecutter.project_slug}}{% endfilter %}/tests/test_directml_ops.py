@@ -58,11 +58,11 @@ from torch.utils._pytree import tree_map
 from {{ cookiecutter.package_name }} import (
     data,
 )
+from {{ cookiecutter.package_name }}.evaluate import eval_step
 from {{ cookiecutter.package_name }}.model import LeNet5
 from {{ cookiecutter.package_name }}.train import (
     OPTIMIZERS,
     build_optimizer,
-    eval_step,
     train_step,
 )
 

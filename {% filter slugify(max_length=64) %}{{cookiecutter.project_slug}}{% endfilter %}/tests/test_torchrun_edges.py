@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from {{ cookiecutter.package_name }} import data, train
+from {{ cookiecutter.package_name }} import data, evaluate
 from {{ cookiecutter.package_name }}.machinery import distributed, ranks, stopping
 from {{ cookiecutter.package_name }}.model import LeNet5
 from test_distributed import ARGS, ROOT, finish, not_on_windows, start, torchrun_command
@@ -30,7 +30,7 @@ def test_a_process_beyond_the_last_validation_picture_adds_zero_to_the_sums(tmp_
     for rank in range(3):
         monkeypatch.setattr(ranks, "_current", distributed.Processes(rank, rank, 3))
         assert len(distributed.my_share(one_picture, whole=True)) == (1, 0, 0)[rank]
-        train.evaluate_split(LeNet5(), one_picture)
+        evaluate.evaluate_split(LeNet5(), one_picture)
     assert [seen for _, _, seen in sums] == [1, 0, 0]
     assert [float(loss) for loss, _, _ in sums[1:]] == [0.0, 0.0]
     assert [int(correct) for _, correct, _ in sums[1:]] == [0, 0]

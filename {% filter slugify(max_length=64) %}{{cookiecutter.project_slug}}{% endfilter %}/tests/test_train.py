@@ -19,6 +19,7 @@ from torch.nn import functional as F
 
 from {{ cookiecutter.package_name }} import (
     data,
+    evaluate,
     train,
 )
 from {{ cookiecutter.package_name }}.machinery import (
@@ -27,6 +28,7 @@ from {{ cookiecutter.package_name }}.machinery import (
     optim,
     output_lock,
     plots,
+    run_folders,
     stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -124,7 +126,7 @@ def test_eval_step_changes_nothing():
     model = LeNet5()
     before = copy.deepcopy(model.state_dict())
     split = data.synthetic_digits(50, seed=8)
-    loss_sum, correct = train.eval_step(model, split.images, split.labels)
+    loss_sum, correct = evaluate.eval_step(model, split.images, split.labels)
     assert loss_sum.item() > 0 and 0 <= correct.item() <= 50
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(p.grad is None for p in model.parameters())
@@ -189,7 +191,7 @@ def test_the_default_recipe_learns_synthetic_digits_without_a_collapse(
     )
     run = train.setup(cfg, cpu_discovery.options[0], dataset, stopping.StopSignal())
     trained = train.train_epoch(run, 0)
-    run.keep_points(0, trained.points)
+    run.points += trained.points
     losses = [point["train_loss"] for point in metrics.within_epochs(run.points)]
     worst_rise = max(loss - min(losses[:i]) for i, loss in enumerate(losses) if i)
     assert worst_rise < 0.3, losses
@@ -260,8 +262,9 @@ def test_the_curves_title_names_the_dataset_not_its_folder(tiny_dataset, cpu_dis
     )
     cfg = train.TrainConfig(epochs=1, device="cpu", output_dir=tmp_path)
     run = train.setup(cfg, cpu_discovery.options[0], mnist_like, stopping.StopSignal())
-    assert run.title.startswith("LeNet-5 on MNIST - cpu (CPU")
-    assert "Users" not in run.title and "C - " not in run.title
+    title = run_folders.curves_title(run)
+    assert title.startswith("LeNet-5 on MNIST - cpu (CPU")
+    assert "Users" not in title and "C - " not in title
 
 
 class StopAt(stopping.StopSignal):

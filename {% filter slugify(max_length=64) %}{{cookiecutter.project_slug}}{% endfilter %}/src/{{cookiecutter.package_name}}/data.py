@@ -264,6 +264,7 @@ def load_dataset(
 ) -> Dataset:
     """``name`` is "mnist", "synthetic" or "folder:<path>"; the result lives on ``device``
     (CPU when None; a folder's images are read from their files batch by batch)."""
+    root = folder.folder_path(name)  # None unless ``name`` is "folder:<path>"
     if name == "mnist":
         train_full, test = load_mnist(data_dir, download=download)
         train, val = split_off_validation(
@@ -276,8 +277,8 @@ def load_dataset(
         dataset = Dataset("mnist", description, train, val, test)
     elif name == "synthetic":
         dataset = load_synthetic(data_dir=None if data_dir is None else Path(data_dir))
-    elif folder.folder_path(name) is not None:
-        dataset = load_folder(folder.folder_path(name))
+    elif root is not None:
+        dataset = load_folder(root)
     else:
         raise ValueError(
             f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}, folder:<path>"

@@ -11,6 +11,9 @@ CPU), and the report says which one.
 
 A checkpoint may come from another machine: the data folder it records is only read, never
 created or downloaded into; ``--data-dir`` is where evaluation may download.
+
+``evaluate_split`` (with ``eval_step``) is also train.py's validation after every epoch, and
+its test of best.pt at the end of a run.
 """
 
 from __future__ import annotations
@@ -32,11 +35,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch.nn import functional as F
 
 from . import data
 from .datasets import folder, folder_split, mnist
 from .datasets.folder_split import split_change
-from .machinery import checkpoints, devices, metrics, onnx_runtime, parsers, plots, run_folders
+from .machinery import (
+    checkpoints,
+    devices,
+    distributed,
+    metrics,
+    onnx_runtime,
+    parsers,
+    plots,
+    run_folders,
+)
 from .machinery.command_entry import command, write_err, write_out
 from .machinery.parsers import EVAL_BATCH_SIZE
 from .machinery.terminal_text import printable
@@ -114,6 +127,49 @@ def predict(model: torch.nn.Module, split: data.Split, batch_size: int) -> torch
         for images, _ in data.batches(split, batch_size):
             outputs.append(model(data.to_model_input(images, device)).argmax(dim=1))
     return torch.cat(outputs).cpu()
+
+
+# --------------------------------------------------------------------------------------------
+# Validation: train.py calls evaluate_split after every epoch, and on the test set at the end
+
+
+def eval_step(
+    model: torch.nn.Module, images_uint8: torch.Tensor, labels: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss summed over the batch, number correct) as device tensors, without gradients."""
+    model.eval()
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        inputs = data.to_model_input(images_uint8, device)
+        labels = labels.to(device)
+        logits = model(inputs)
+        loss_sum = F.cross_entropy(logits, labels, reduction="sum")
+        correct = (logits.argmax(dim=1) == labels).sum()
+    return loss_sum, correct
+
+
+def evaluate_split(
+    model: torch.nn.Module,
+    split: data.Split,
+    batch_size: int = EVAL_BATCH_SIZE,  # images per validation batch
+    limit: int | None = None,
+) -> tuple[float, float]:
+    """(mean loss, accuracy) over ``split`` (or its first ``limit`` batches); one readback.
+    The sums stay on the device, as in train.py's epoch."""
+    device = next(model.parameters()).device
+    loss_sum = torch.zeros((), device=device)
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    seen = 0
+    split = distributed.my_share(split, whole=True)  # TORCHRUN: this process's part
+    for images, labels in data.batches(split, batch_size, limit=limit):
+        batch_loss, batch_correct = eval_step(model, images, labels)
+        loss_sum += batch_loss
+        correct += batch_correct
+        seen += len(labels)
+    loss_sum, correct, seen = distributed.summed(loss_sum, correct, seen)  # TORCHRUN: all's
+    if seen == 0:
+        return float("nan"), float("nan")
+    return float(loss_sum.item()) / seen, int(correct.item()) / seen
 
 
 def evaluate_checkpoint(

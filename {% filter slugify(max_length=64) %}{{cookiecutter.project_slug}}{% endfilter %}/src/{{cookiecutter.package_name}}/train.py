@@ -5,12 +5,13 @@
     python -m <package>.train --optimizer adam                 # a second run, beside the first
     python -m <package>.train --resume                         # continue the latest run
 
-Read it top to bottom: the settings, the optimizer and its schedule, one step, validation, the
-epoch with its running sums, the checkpoint, the epoch loop, the run. Marked in capitals, what
-a first reading can skip: RESUME (``--resume`` continues a run exactly, even mid-epoch),
-CTRL+C (the loop saves where it stands and stops) and TORCHRUN (several processes; the
-``distributed`` lines do nothing without it). ``machinery/`` holds the rest, one call each:
-the device, the run's folder and its lock, the header, the metrics and curves, the command line.
+Read it top to bottom: the settings, the optimizer and its schedule, one step, the epoch with
+its running sums, the checkpoint, the epoch loop, the run (validation is evaluate.py's
+``evaluate_split``). Marked in capitals, what a first reading can skip: RESUME (``--resume``
+continues a run exactly, even mid-epoch), CTRL+C (the loop saves where it stands and stops)
+and TORCHRUN (several processes; the ``distributed`` lines do nothing without it).
+``machinery/`` holds the rest, one call each: the device, the run's folder and its lock, the
+header, the metrics and curves, the command line.
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import data
+from .evaluate import evaluate_split
 from .machinery import (
     checkpoints,
     console,
     devices,
     distributed,
-    plots,
+    metrics,
     run_folders,
     startup,
     stopping,
@@ -56,7 +58,6 @@ from .model import LeNet5, to_device
 # synthetic digits the loss jumped from 0.75 to 2.9 before it recovered, which looks broken.
 # The cap acts mostly early in a run, while gradients are large, like a lower rate just there.
 MAX_GRAD_NORM = 2.0
-POINTS_PER_EPOCH = 25  # training points within an epoch in curves.png (a one-epoch run too)
 
 
 @dataclass
@@ -98,7 +99,7 @@ OPTIMIZERS = tuple(TrainConfig.DEFAULT_LR)  # ("sgd", "adam")
 
 
 # --------------------------------------------------------------------------------------------
-# The optimizer, and the learning-rate schedule
+# The optimizer, the learning-rate schedule, and one step
 
 
 def build_optimizer(
@@ -142,10 +143,6 @@ def get_lr(step: int, total_steps: int, peak: float) -> float:
     return end + (peak - end) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-# --------------------------------------------------------------------------------------------
-# One step, and validation
-
-
 def train_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -171,44 +168,6 @@ def train_step(
         loss_sum = loss.detach() * labels.shape[0]
         correct = (logits.argmax(dim=1) == labels).sum()
     return loss_sum, correct
-
-
-def eval_step(
-    model: nn.Module, images_uint8: torch.Tensor, labels: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(loss summed over the batch, number correct) as device tensors, without gradients."""
-    model.eval()
-    device = next(model.parameters()).device
-    with torch.no_grad():
-        inputs = data.to_model_input(images_uint8, device)
-        labels = labels.to(device)
-        logits = model(inputs)
-        loss_sum = F.cross_entropy(logits, labels, reduction="sum")
-        correct = (logits.argmax(dim=1) == labels).sum()
-    return loss_sum, correct
-
-
-def evaluate_split(
-    model: nn.Module,
-    split: data.Split,
-    batch_size: int = train_command.EVAL_BATCH_SIZE,  # images per validation batch
-    limit: int | None = None,
-) -> tuple[float, float]:
-    """(mean loss, accuracy) over ``split`` (or its first ``limit`` batches); one readback."""
-    device = next(model.parameters()).device
-    loss_sum = torch.zeros((), device=device)
-    correct = torch.zeros((), dtype=torch.int64, device=device)
-    seen = 0
-    split = distributed.my_share(split, whole=True)  # TORCHRUN: this process's part
-    for images, labels in data.batches(split, batch_size, limit=limit):
-        batch_loss, batch_correct = eval_step(model, images, labels)
-        loss_sum += batch_loss
-        correct += batch_correct
-        seen += len(labels)
-    loss_sum, correct, seen = distributed.summed(loss_sum, correct, seen)  # TORCHRUN: all's
-    if seen == 0:
-        return float("nan"), float("nan")
-    return float(loss_sum.item()) / seen, int(correct.item()) / seen
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,7 +196,7 @@ class Run:
     position: dict[str, Any] | None = None  # RESUME: where a stopped run stands in an epoch
 
     @property
-    def out(self) -> Path:
+    def out(self) -> Path:  # the run's folder
         return Path(self.cfg.output_dir)
 
     @property
@@ -247,22 +206,6 @@ class Run:
     @property
     def total_steps(self) -> int:  # the schedule's length
         return self.cfg.epochs * self.steps_per_epoch
-
-    @property
-    def eval_limit(self) -> int | None:  # a dry run validates and tests one batch
-        return 1 if self.cfg.dry_run else None
-
-    @property
-    def title(self) -> str:
-        return f"LeNet-5 on {plots.dataset_label(self.dataset.name)} - {self.option.describe()}"
-
-    def keep_points(self, epoch: int, points: list[tuple[int, float, int, int]]) -> None:
-        """Cumulative sums within ``epoch``; ``x`` is the epoch count at that batch (0.5: half of
-        the first epoch), as on the curves' axis."""
-        for batch, loss_sum, correct, seen in points:
-            x = epoch + batch / self.steps_per_epoch
-            point = {"epoch": epoch + 1, "x": x, "loss_sum": loss_sum, "correct": correct}
-            self.points.append({**point, "seen": seen})
 
 
 def setup(
@@ -282,19 +225,13 @@ def setup(
     )
     # 3. The whole dataset to the device, once: batches are then slices, with no copies.
     dataset = dataset.to(device)
+    generator = torch.Generator().manual_seed(cfg.seed)  # shuffles; on the CPU (DirectML: none)
+    batch_size = distributed.process_batch(cfg.batch_size)  # TORCHRUN: this process's share
     steps = data.num_batches(distributed.usable(len(dataset.train)), cfg.batch_size)
-    return Run(
-        cfg,
-        option,
-        dataset,
-        model,
-        optimizer,
-        stop,
-        generator=torch.Generator().manual_seed(cfg.seed),
-        batch_size=distributed.process_batch(cfg.batch_size),
-        steps_per_epoch=min(steps, cfg.DRY_RUN_BATCHES) if cfg.dry_run else steps,
-        epochs=1 if cfg.dry_run else cfg.epochs,
-    )
+    epochs = cfg.epochs
+    if cfg.dry_run:  # a few batches of one epoch
+        steps, epochs = min(steps, cfg.DRY_RUN_BATCHES), 1
+    return Run(cfg, option, dataset, model, optimizer, stop, generator, batch_size, steps, epochs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,44 +240,41 @@ def setup(
 
 @dataclass
 class Trained:
-    """One epoch's training, read back once at its end."""
+    """One epoch's training (or its batches before a Ctrl+C), read back once at its end."""
 
     loss: float  # mean over the epoch's training images
     accuracy: float
     batches: int  # batches done in this epoch
     samples_per_s: float  # of this session (a resumed epoch counts only its rest)
     started: float  # perf_counter() at the epoch's start (before a resume: as if it had run on)
-    points: list[tuple[int, float, int, int]]  # (batch, loss sum, correct, seen) within it
+    points: list[dict[str, Any]]  # the running sums every few batches: curves.png's points
+    position: dict[str, Any] | None = None  # CTRL+C: where the epoch stopped (RESUME from it)
 
 
 def train_epoch(run: Run, epoch: int) -> Trained:
-    """One pass over the training data (or its rest, when a stopped run resumes inside it)."""
+    """One pass over the training data (or its rest, when a stopped run resumes inside it).
+    A Ctrl+C ends it early, after the batch it was pressed in (``Trained.position``)."""
     cfg, model, optimizer = run.cfg, run.model, run.optimizer
     device = next(model.parameters()).device
-    # RESUME: a run stopped inside this epoch continues its shuffle from the batch after the
-    # stop, and its sums (TORCHRUN: the saved sums are all processes', counted by the first).
-    before, run.position = run.position or {}, None
-    if before:
-        run.generator.set_state(before["generator"])
-    shuffle = run.generator.get_state()  # what a stop inside this epoch saves
-    carried = before if distributed.is_main() else {}
+    # RESUME: a run stopped inside this epoch goes on from the batch after the stop, on the
+    # same shuffle, with the sums and seconds it had (a fresh epoch: batch 0, zero sums).
+    at = checkpoints.InEpoch.start(run.position, run.generator, distributed.is_main())
+    run.position = None
     # The running sums: the loss and the correct answers added up on the device. Nothing is
     # read back inside the loop except every log_interval batches: a readback waits for the
     # device to finish its queue (a sync), and the loop would wait with it.
-    loss_sum = torch.tensor(carried.get("loss_sum", 0.0), device=device)
-    correct = torch.tensor(carried.get("correct", 0), device=device)
-    seen = carried.get("seen", 0)
-    kept = []  # copies of the sums every few batches, still on the device: curves.png's points
-    every = max(1, run.steps_per_epoch // POINTS_PER_EPOCH)
+    loss_sum = torch.tensor(at.loss_sum, device=device)
+    correct = torch.tensor(at.correct, device=device)
+    seen = at.seen
+    points = metrics.EpochPoints(epoch, run.steps_per_epoch)  # curves.png's, on the device
     session = time.perf_counter()
-    started = session - before.get("seconds", 0.0)
-    first = before.get("batch", 0)
+    started = session - at.seconds
     order = data.shuffled(run.dataset.train, run.generator)  # one gather on the device
     order = distributed.my_share(order)  # TORCHRUN: this process's slice of the shuffle
-    batches = data.batches(order, run.batch_size, first, run.steps_per_epoch - first)
-    step = first
-    with console.epoch_bar(epoch, run.epochs, run.steps_per_epoch, first) as bar:
-        for step, (images, labels) in enumerate(batches, start=first):
+    batches = data.batches(order, run.batch_size, at.batch, run.steps_per_epoch - at.batch)
+    step = at.batch
+    with console.epoch_bar(epoch, run.epochs, run.steps_per_epoch, at.batch) as bar:
+        for step, (images, labels) in enumerate(batches, start=at.batch):
             lr = get_lr(epoch * run.steps_per_epoch + step, run.total_steps, cfg.peak_lr)
             for group in optimizer.param_groups:
                 group["lr"] = lr  # a Python float: no device work
@@ -348,61 +282,31 @@ def train_epoch(run: Run, epoch: int) -> Trained:
             loss_sum += batch_loss  # stays on the device: no sync
             correct += batch_correct
             seen += len(labels)
-            if (step + 1) % every == 0:
-                kept.append((step + 1, loss_sum.clone(), correct.clone(), seen))
+            points.keep(step + 1, loss_sum, correct, seen)  # a copy every few batches
             bar.update(1)
             if (step + 1) % cfg.log_interval == 0:  # the only readback inside an epoch
-                loss_now, correct_now, seen_now = read_sums(loss_sum, correct, seen)
+                loss_now, correct_now, seen_now = distributed.read_back(loss_sum, correct, seen)
                 run.stop.agree()  # TORCHRUN: the processes agree whether Ctrl+C was pressed
                 if not stopping.finite(loss_now):  # the NaN guard: stop, keep the last save
-                    raise diverged_at(run, epoch, step + 1)
+                    raise stopping.diverged_in(run, epoch, step + 1)
                 accuracy = 100 * correct_now / seen_now
                 bar.set_postfix(loss=f"{loss_now / seen_now:.4f}", acc=f"{accuracy:.2f}%")
             if run.stop.requested and step + 1 < run.steps_per_epoch:  # CTRL+C was pressed
-                loss_now, correct_now, seen_now = read_sums(loss_sum, correct, seen)
-                run.keep_points(epoch, distributed.summed_points(kept))
-                where = {
-                    "batch": step + 1,  # RESUME: what --resume continues from
-                    "generator": shuffle,
-                    "loss_sum": loss_now,
-                    "correct": correct_now,
-                    "seen": seen_now,
-                    "seconds": time.perf_counter() - started,
-                }
-                stop_inside_epoch(run, epoch, where)  # saves last.pt with it, then stops
-    loss_now, correct_now, seen_now = read_sums(loss_sum, correct, seen)  # also a barrier
+                break  # fit saves where the epoch stopped
+    loss_now, correct_now, seen_now = distributed.read_back(loss_sum, correct, seen)  # a sync
     session_s = time.perf_counter() - session  # ended by that readback: the device is done
-    return Trained(
+    trained = Trained(
         loss_now / max(1, seen_now),
         correct_now / max(1, seen_now),
         step + 1,
-        (seen_now - before.get("seen", 0)) / max(session_s, 1e-9),
+        (seen_now - at.seen_before) / max(session_s, 1e-9),
         started,
-        distributed.summed_points(kept),  # one readback (TORCHRUN: one collective)
+        points.read(),  # one readback for all of them (TORCHRUN: one collective)
     )
-
-
-def read_sums(loss_sum: torch.Tensor, correct: torch.Tensor, seen: int) -> tuple[float, int, int]:
-    """(loss sum, correct, images seen) as Python numbers: one readback, a sync. Under
-    TORCHRUN the sums of every process, added up."""
-    loss_sum, correct, seen = distributed.summed(loss_sum, correct, seen)
-    return float(loss_sum.item()), int(correct.item()), seen
-
-
-def diverged_at(run: Run, epoch: int, batch: int) -> stopping.TrainError:
-    saved = run.epochs_done > 0 and not run.cfg.dry_run
-    return stopping.diverged(epoch, batch, run.last_path, run.epochs_done, saved, run.cfg)
-
-
-def stop_inside_epoch(run: Run, epoch: int, where: dict[str, Any]) -> None:
-    """CTRL+C inside an epoch: save last.pt with ``where`` the run stands, then stop."""
-    if not stopping.finite(where["loss_sum"]):
-        raise diverged_at(run, epoch, where["batch"])
-    message = f"Stopped in epoch {epoch + 1} after batch {where['batch']}/{run.steps_per_epoch}."
-    if not run.cfg.dry_run:
-        save_checkpoint(checkpoint(run, position=where), run.last_path)
-        message += f" Saved {run.last_path}; --resume continues from there."
-    raise stopping.Interrupted(message)
+    if step + 1 < run.steps_per_epoch:  # CTRL+C: stopped after this batch; RESUME goes on
+        seconds = time.perf_counter() - started
+        trained.position = at.stopped(step + 1, loss_now, correct_now, seen_now, seconds)
+    return trained
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,18 +345,26 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# The epoch loop
+# The epoch loop, and the run
 
 
 def fit(run: Run) -> run_folders.RunResult:
     """Train for the remaining epochs, validating and saving after each; then test the model
     that evaluate will load (best.pt) on the test set, once."""
-    cfg = run.cfg
+    cfg, limit = run.cfg, 1 if run.cfg.dry_run else None  # a dry run validates one batch
     for epoch in range(run.epochs_done, run.epochs):
-        trained = train_epoch(run, epoch)
-        val_loss, val_accuracy = evaluate_split(run.model, run.dataset.val, limit=run.eval_limit)
-        if not stopping.finite(trained.loss) or not stopping.finite(val_loss):  # the NaN guard
-            raise diverged_at(run, epoch, trained.batches)
+        trained = train_epoch(run, epoch)  # all its batches, or those before a Ctrl+C
+        if not stopping.finite(trained.loss):  # the NaN guard: stop, keep the last good save
+            raise stopping.diverged_in(run, epoch, trained.batches)
+        run.points += trained.points
+        if trained.position is not None:  # CTRL+C inside the epoch: last.pt says where
+            if not cfg.dry_run:
+                save_checkpoint(checkpoint(run, position=trained.position), run.last_path)
+            where = f"in epoch {epoch + 1} after batch {trained.batches}/{run.steps_per_epoch}"
+            raise stopping.stopped(run, where)
+        val_loss, val_accuracy = evaluate_split(run.model, run.dataset.val, limit=limit)
+        if not stopping.finite(val_loss):
+            raise stopping.diverged_in(run, epoch, trained.batches)
         last_step = epoch * run.steps_per_epoch + trained.batches - 1
         run.history.append(
             {
@@ -467,7 +379,6 @@ def fit(run: Run) -> run_folders.RunResult:
                 "samples_per_s": round(trained.samples_per_s, 1),
             }
         )
-        run.keep_points(epoch, trained.points)
         run.epochs_done = epoch + 1
         if not cfg.dry_run:
             # best.pt: the best validation accuracy so far, a tie going to the lower loss
@@ -484,18 +395,11 @@ def fit(run: Run) -> run_folders.RunResult:
         console.print_epoch(run.history[-1], run.epochs, run.dataset.synthetic)
         run.stop.agree()  # TORCHRUN: every process stops here, or none
         if run.stop.requested:  # CTRL+C during the epoch's last batch or its validation
-            message = f"Stopped after epoch {epoch + 1}."
-            if not cfg.dry_run:
-                message += f" Saved {run.last_path}; --resume continues from there."
-            raise stopping.Interrupted(message)
+            raise stopping.stopped(run, f"after epoch {epoch + 1}")
     run.stop.stop_at_once()  # CTRL+C: every epoch is saved, so the test stops at once
     tested = run_folders.load_best(run)  # the model evaluate, export and draw load: best.pt's
-    test = evaluate_split(run.model, run.dataset.test, limit=run.eval_limit)
+    test = evaluate_split(run.model, run.dataset.test, limit=limit)
     return run_folders.finish(run, test, tested)  # the test result, the files, their list
-
-
-# --------------------------------------------------------------------------------------------
-# The run
 
 
 def train(
@@ -508,22 +412,17 @@ def train(
     """Run training as ``cfg`` says. Raises TrainError (and its subclasses) with a message for
     the user. ``discovery`` and ``dataset`` replace device discovery and loading
     ``cfg.dataset`` (tests pass small ones); ``explicit`` names the options the user typed."""
-    option, found = startup.choose_device(cfg.device, discovery)
-    with distributed.processes(option) as option:  # TORCHRUN: join the other processes
-        stop = stop or distributed.stop_signal()  # TORCHRUN: Ctrl+C stops all processes at once
-        # The run's folder (a new one in runs/, or the latest for --resume), held by this run
-        # alone; RESUME: the saved run's settings and checkpoint.
-        with startup.run_folder(cfg, explicit) as (cfg, saved):
-            if dataset is None:
-                dataset = startup.load_data(cfg.dataset, cfg.data_dir)
-            run = setup(cfg, option, dataset, stop)
-            if saved is not None:
-                startup.restore(run, saved)  # RESUME: weights, optimizer, shuffle, history
-            startup.print_header(run, found, resumed=saved is not None)
-            # CTRL+C saves and stops; a GPU that cannot run an operator, or a full disk, stops
-            # with one sentence.
-            with stopping.training_stops_cleanly(run):
-                return fit(run)
+    # The device, TORCHRUN's processes, the run's folder held by this run alone, and the data;
+    # RESUME: the saved run's settings and checkpoint.
+    with startup.started(cfg, explicit, stop, discovery, dataset) as (cfg, start):
+        run = setup(cfg, start.option, start.dataset, start.stop)
+        if start.saved is not None:
+            startup.restore(run, start.saved)  # RESUME: weights, optimizer, shuffle, history
+        startup.print_header(run, start.found, resumed=start.saved is not None)
+        # CTRL+C saves and stops; a GPU that cannot run an operator, or a full disk, stops
+        # with one sentence.
+        with stopping.training_stops_cleanly(run):
+            return fit(run)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,9 @@
 - A file that is truncated, corrupt or not ours raises CheckpointError with a clear sentence;
   an exported ONNX model is recognised as one, and the command says what reads it instead.
 
+``InEpoch`` is where an epoch starts, and the ``position`` a Ctrl+C inside it saves: what lets
+``--resume`` continue mid-epoch exactly.
+
 ``Checkpoint`` is what a training run saves, read once and checked once (``Checkpoint.load``):
 evaluate, export, draw and ``--resume`` use its fields, never the file's raw entries. An entry
 of the right type with the wrong content (a negative epoch count, a history row that is text)
@@ -270,6 +273,40 @@ POSITION = {
     "seen": _is_count,
     "seconds": _is_number,
 }
+
+
+@dataclass
+class InEpoch:
+    """RESUME: where an epoch starts. A fresh epoch starts at batch 0 with zero sums; a run
+    stopped inside it (its checkpoint's ``position``) goes on from the batch after the stop, on
+    the same shuffle, with the sums and seconds it had. Under torchrun the saved sums are every
+    process's: the first process carries them on, the others start from zero."""
+
+    batch: int = 0
+    shuffle: Any = None  # the generator's state as the epoch started: what a stop saves
+    loss_sum: float = 0.0  # this process's sums to start from
+    correct: int = 0
+    seen: int = 0
+    seen_before: int = 0  # every process's images before this session (for the speed)
+    seconds: float = 0.0
+
+    @classmethod
+    def start(cls, position: dict[str, Any] | None, generator: Any, main: bool) -> InEpoch:
+        """Where the epoch starts; ``generator`` is set to its shuffle (``position``'s)."""
+        before = position or {}
+        if before:
+            generator.set_state(before["generator"])
+        carried = before if main else {}
+        sums = carried.get("loss_sum", 0.0), carried.get("correct", 0), carried.get("seen", 0)
+        seen, seconds = before.get("seen", 0), before.get("seconds", 0.0)
+        return cls(before.get("batch", 0), generator.get_state(), *sums, seen, seconds)
+
+    def stopped(
+        self, batch: int, loss_sum: float, correct: int, seen: int, seconds: float
+    ) -> dict[str, Any]:
+        """The position last.pt keeps after a Ctrl+C after ``batch`` (see ``POSITION``)."""
+        sums = {"loss_sum": loss_sum, "correct": correct, "seen": seen}
+        return {"batch": batch, "generator": self.shuffle, **sums, "seconds": seconds}
 
 
 def _entry_problem(value: Any, wanted: dict[str, Any], what: str) -> str | None:

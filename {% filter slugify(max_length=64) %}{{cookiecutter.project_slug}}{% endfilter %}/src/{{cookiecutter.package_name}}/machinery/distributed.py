@@ -21,10 +21,10 @@ its input):
   every process), and the union of the W slices of batch k is batch k of one process.
 - ``--batch-size`` is the batch of all processes together: each takes ``batch / W`` images a
   step, so that a step, the schedule and the checkpoints mean the same with any W.
-- ``summed``, ``summed_points``: sums (loss, correct answers, images) over the processes,
-  for the printed and saved figures; ``same_on_all``: what the first process decides (the run
-  folder, the checkpoint to resume) sent to the others; ``AgreedStop``: Ctrl+C stops every
-  process at the same step.
+- ``summed``, ``read_back``, ``summed_points``: sums (loss, correct answers, images) over the
+  processes, for the printed and saved figures; ``same_on_all``: what the first process
+  decides (the run folder, the checkpoint to resume) sent to the others; ``AgreedStop``:
+  Ctrl+C stops every process at the same step.
 - Only the first process (rank 0) prints, writes the run folder, the curves and the
   checkpoints (``ranks.is_main``).
 """
@@ -316,6 +316,13 @@ def summed(
     images = torch.tensor(float(seen), device=loss_sum.device)
     totals = summed_rows(torch.stack([loss_sum.float(), correct.float(), images]))
     return totals[0], totals[1].round().long(), int(round(float(totals[2].item())))
+
+
+def read_back(loss_sum: torch.Tensor, correct: torch.Tensor, seen: int) -> tuple[float, int, int]:
+    """(loss sum, correct answers, images seen) as Python numbers: one readback, which waits
+    for the device to finish its queue (a sync); under torchrun every process's, added up."""
+    loss_sum, correct, seen = summed(loss_sum, correct, seen)
+    return float(loss_sum.item()), int(correct.item()), seen
 
 
 def summed_points(

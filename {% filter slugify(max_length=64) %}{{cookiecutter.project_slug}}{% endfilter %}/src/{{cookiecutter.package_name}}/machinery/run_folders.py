@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import checkpoints, distributed, metrics, plots, stopping
+from . import checkpoints, distributed, metrics, plots
 from .checkpoints import BEST, LAST, RUN_SETTINGS
 from .cli import RUNS_DIR
 from .console import say
@@ -258,22 +258,19 @@ _said: set[tuple[str, str]] = set()  # (run folder, note): a picture's failure, 
 def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> Written:
     """metrics.csv and metrics.json, then curves.png, then compare.png beside the runs before
     it (only for a folder in --runs-dir). A picture that fails never stops the run: why is said
-    once, and the run goes on. A file that cannot be written stops it with one sentence."""
+    once, and the run goes on."""
     if not is_main():  # under torchrun the first process alone writes the run's files
         return Written([])
-    try:
-        within = metrics.within_epochs(run.points)
-        config = {n: getattr(run.cfg, n) for n in RUN_SETTINGS}
-        config["peak_lr"] = run.cfg.peak_lr  # what a run with the default lr used
-        extra = {**(extra or {}), "config": config, "within_epochs": within}
-        files = metrics.write_metrics(run.history, run.out, run.dataset.name, extra)
-    except OSError as error:
-        kept = stopping.what_is_kept(run.last_path)
-        raise TrainError(f"{error} Training stopped. {kept}") from error
+    title = curves_title(run)
+    within = metrics.within_epochs(run.points)
+    config = {n: getattr(run.cfg, n) for n in RUN_SETTINGS}
+    config["peak_lr"] = run.cfg.peak_lr  # what a run with the default lr used
+    extra = {**(extra or {}), "config": config, "within_epochs": within}
+    # A file that cannot be written (a full disk) raises CheckpointWriteError: the run stops
+    # with one sentence that says what is kept (stopping.training_stops_cleanly).
+    files = metrics.write_metrics(run.history, run.out, run.dataset.name, extra)
     curves = run.out / plots.CURVES_PNG
-    drawn = plots.draw_safely(
-        lambda: plots.plot_curves(run.history, curves, run.title, within), curves
-    )
+    drawn = plots.draw_safely(lambda: plots.plot_curves(run.history, curves, title, within), curves)
     written = Written(files + _drawn(run.out, drawn))
     if run.out.resolve().parent == Path(run.cfg.runs_dir).resolve():
         compare_png = run.out.parent / COMPARE_PNG
@@ -281,6 +278,12 @@ def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> W
         shown = _drawn(run.out, drawn)
         written.compared = shown[0] if shown else None
     return written
+
+
+def curves_title(run: Run) -> str:
+    """curves.png's title: the dataset by its name (never the folder it was read from), and
+    the device."""
+    return f"LeNet-5 on {plots.dataset_label(run.dataset.name)} - {run.option.describe()}"
 
 
 def _drawn(folder: Path, drawn: Path | str | None) -> list[Path]:

@@ -1,17 +1,17 @@
-"""Before a training run: the device, its folder (a new one, or the latest for ``--resume``)
-held for the run, the settings and checkpoint a resumed run continues with (checked, since a
-checkpoint may come from anywhere), and the data. ``train.py`` calls these, builds its ``Run``,
-puts a resumed run's state back into it (``restore``) and prints the run's header
-(``print_header``). Nothing here imports ``train.py``: its ``TrainConfig`` and ``Run`` come in
-as arguments (``cfg``, ``run``).
+"""Before a training run, one call (``started``): the device, the processes under torchrun, the
+run's folder (a new one, or the latest for ``--resume``) held for the run, the settings and
+checkpoint a resumed run continues with (checked, since a checkpoint may come from anywhere),
+and the data. ``train.py`` then builds its ``Run``, puts a resumed run's state back into it
+(``restore``) and prints the run's header (``print_header``). Nothing here imports
+``train.py``: its ``TrainConfig`` and ``Run`` come in as arguments (``cfg``, ``run``).
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ContextManager, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -24,7 +24,7 @@ from .cli import FLOAT32_MAX, MAX_SEED
 from .console import say
 from .discovery import NOT_BUILT
 from .ranks import current
-from .stopping import TrainError, finite
+from .stopping import StopSignal, TrainError, finite
 from .terminal_text import printable
 from .train_command import MAX_BATCH_SIZE, MAX_EPOCHS
 
@@ -32,19 +32,60 @@ TrainConfig = Any  # train.py's settings (a dataclass); Run: train.py's run
 Run = Any
 
 
+@dataclass
+class Started:
+    """What ``started`` yields to train.py besides the settings: the device and what discovery
+    found, the data on the CPU, the Ctrl+C flag, and the checkpoint a resumed run continues
+    (None for a new run)."""
+
+    option: devices.DeviceOption
+    found: devices.Discovery
+    dataset: data.Dataset
+    stop: StopSignal
+    saved: checkpoints.Checkpoint | None
+
+
 @contextlib.contextmanager
-def run_folder(
-    cfg: TrainConfig, explicit: Sequence[str]
-) -> Iterator[tuple[TrainConfig, checkpoints.Checkpoint | None]]:
-    """Hold the run's folder for the run; yield (the settings with ``output_dir`` set, the
-    checkpoint to resume or None). ``explicit``: the options the user typed."""
+def started(
+    cfg: TrainConfig,
+    explicit: Sequence[str] = (),
+    stop: StopSignal | None = None,
+    discovery: devices.Discovery | None = None,
+    dataset: data.Dataset | None = None,
+) -> Iterator[tuple[TrainConfig, Started]]:
+    """Everything a run needs before its model, held until the run ends: the device
+    (``--device``), the other processes under torchrun, the run's folder (one run at a time
+    in it), the settings and checkpoint of a resumed run, and the data. Yields (the settings
+    with ``output_dir`` set, the rest). ``explicit``: the options the user typed; ``stop``,
+    ``discovery`` and ``dataset`` replace the defaults (tests pass small ones)."""
+    found = discovery if discovery is not None else devices.discover()
+    try:
+        option = devices.choose(cfg.device, found)
+    except devices.DeviceNotAvailable as error:
+        raise TrainError(str(error)) from error
+    with distributed.processes(option) as option, contextlib.ExitStack() as held:
+        stop = stop or distributed.stop_signal()  # under torchrun Ctrl+C stops every process
+        # One process decides, and the others get its answer or its error: the new folder's
+        # name holds the time, and the checkpoint to resume may be on the first machine only.
+        cfg, saved = distributed.same_on_all(_run_folder, cfg, explicit, held)
+        if dataset is None:  # under torchrun the first process on each machine downloads it
+            dataset = distributed.first_then_others(lambda: _load_data(cfg.dataset, cfg.data_dir))
+        yield cfg, Started(option, found, dataset, stop, saved)
+
+
+def _run_folder(
+    cfg: TrainConfig, explicit: Sequence[str], held: contextlib.ExitStack
+) -> tuple[TrainConfig, checkpoints.Checkpoint | None]:
+    """(the settings with ``output_dir`` set, the checkpoint to resume or None); the folder is
+    held in ``held`` (see ``output_lock``), except by a dry run, which writes no file."""
     chosen = cfg.output_dir is not None  # a refusal names --output-dir only if it was typed
-    cfg = distributed.same_on_all(_run_folder, cfg)  # under torchrun, the first one chooses
-    with output_folder(cfg, chosen):  # one run at a time per run folder
-        yield resumed_settings(cfg, explicit)
+    cfg = _with_output_dir(cfg)
+    if not cfg.dry_run:
+        held.enter_context(output_lock.claim(cfg.output_dir, chosen, _writable_fix(cfg, chosen)))
+    return _resumed_settings(cfg, explicit)
 
 
-def _run_folder(cfg: TrainConfig) -> TrainConfig:
+def _with_output_dir(cfg: TrainConfig) -> TrainConfig:
     """``cfg`` with ``output_dir`` set to this run's folder: the one ``--output-dir`` named;
     else, for ``--resume``, the latest run in ``runs_dir``; else a new folder there named
     after the time and the settings that differ from the defaults (see ``run_folders``)."""
@@ -59,14 +100,6 @@ def _run_folder(cfg: TrainConfig) -> TrainConfig:
             )
         return replace(cfg, output_dir=latest)
     return replace(cfg, output_dir=run_folders.new_run_folder(runs_dir, run_folders.run_name(cfg)))
-
-
-def resumed_settings(
-    cfg: TrainConfig, explicit: Sequence[str]
-) -> tuple[TrainConfig, checkpoints.Checkpoint | None]:
-    """``_resumed_settings`` in the first process; under torchrun the others get its result
-    (the checkpoint may exist on the first machine only)."""
-    return distributed.same_on_all(_resumed_settings, cfg, explicit)
 
 
 def _resumed_settings(
@@ -221,18 +254,6 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
         run.history, run.points, run.position, run.epochs_done = [], [], None, 0
 
 
-def output_folder(cfg: TrainConfig, chosen: bool = True) -> ContextManager[None]:
-    """Hold ``cfg.output_dir`` for this run (see ``output_lock``); nothing for a dry run,
-    which writes no file. ``chosen``: the user typed --output-dir. Under torchrun rank 0 holds
-    it, and a refusal stops every process."""
-    if cfg.dry_run:
-        return contextlib.nullcontext()
-    fix = _writable_fix(cfg, chosen)
-    if not distributed.current().many:
-        return output_lock.claim(cfg.output_dir, chosen, fix)
-    return _held_by_rank_0(cfg.output_dir, chosen, fix)
-
-
 def _writable_fix(cfg: TrainConfig, chosen: bool) -> str:
     """What makes a run folder that cannot be written work: --resume needs the run's own
     folder; a new run's folder in --runs-dir needs another --runs-dir."""
@@ -245,31 +266,8 @@ def _writable_fix(cfg: TrainConfig, chosen: bool) -> str:
     return "" if chosen else "Name a folder you can write to with --runs-dir."
 
 
-@contextlib.contextmanager
-def _held_by_rank_0(folder: Path, chosen: bool, fix: str) -> Iterator[None]:
-    with contextlib.ExitStack() as held:
-        distributed.same_on_all(lambda: held.enter_context(output_lock.claim(folder, chosen, fix)))
-        yield
-
-
-def choose_device(
-    request: str, discovery: devices.Discovery | None
-) -> tuple[devices.DeviceOption, devices.Discovery]:
-    """(the device to train on, everything discovery found): ``request`` is --device."""
-    found = discovery if discovery is not None else devices.discover()
-    try:
-        return devices.choose(request, found), found
-    except devices.DeviceNotAvailable as error:
-        raise TrainError(str(error)) from error
-
-
-def load_data(name: str, data_dir: Path) -> data.Dataset:
-    """The dataset on the CPU; under torchrun the first process on each machine loads (and
-    downloads) it first."""
-    return distributed.first_then_others(lambda: _load_data(name, data_dir))
-
-
 def _load_data(name: str, data_dir: Path) -> data.Dataset:
+    """The dataset on the CPU, or one sentence why it cannot be read."""
     try:
         return data.load_dataset(name, data_dir)
     except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:

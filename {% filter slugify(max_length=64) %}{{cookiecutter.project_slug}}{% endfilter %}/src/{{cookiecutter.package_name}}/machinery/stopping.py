@@ -192,6 +192,22 @@ def diverged(
     )
 
 
+def diverged_in(run: Any, epoch: int, batch: int) -> TrainingDiverged:
+    """``diverged`` for train.py's ``run``: a good epoch is saved once one ended (a dry run
+    saves none)."""
+    saved = run.epochs_done > 0 and not run.cfg.dry_run
+    return diverged(epoch, batch, run.last_path, run.epochs_done, saved, run.cfg)
+
+
+def stopped(run: Any, when: str) -> Interrupted:
+    """CTRL+C, once train.py's ``run`` has saved where it stands: "Stopped ``when``", and
+    where --resume continues from (a dry run saves nothing)."""
+    message = f"Stopped {when}."
+    if not run.cfg.dry_run:
+        message += f" Saved {run.last_path}; --resume continues from there."
+    return Interrupted(message)
+
+
 # Beyond these a setting is far from the recipe the defaults follow, and a likely reason for
 # a loss that blew up: several times the default peak lr, momentum close to 1, or weight decay
 # many times the default (it then pulls the weights harder than the data does).
