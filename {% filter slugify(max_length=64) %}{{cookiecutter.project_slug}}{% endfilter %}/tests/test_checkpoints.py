@@ -76,23 +76,22 @@ FULL_DISK_ERRORS = {
 }
 
 
-@pytest.mark.parametrize("kind", FULL_DISK_ERRORS)
-def test_a_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch, kind):
+def test_a_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     path, before = good_checkpoint(tmp_path)
-    error, said = FULL_DISK_ERRORS[kind]
+    for kind, (error, said) in FULL_DISK_ERRORS.items():
 
-    def full_disk(obj, handle):
-        handle.write(b"PK\x03\x04 half a checkpoint")
-        raise error
+        def full_disk(obj, handle, error=error):
+            handle.write(b"PK\x03\x04 half a checkpoint")
+            raise error
 
-    monkeypatch.setattr(checkpoints.torch, "save", full_disk)
-    with pytest.raises(checkpoints.CheckpointWriteError, match=re.escape(said)) as caught:
-        train.save_checkpoint({"model": {}}, path)
-    assert "previous last.pt" in str(caught.value) and "unchanged" in str(caught.value)
-    assert path.read_bytes() == before
-    assert leftovers(tmp_path) == []
-    monkeypatch.undo()
-    assert checkpoints.load_checkpoint(path)["note"] == "text"
+        with monkeypatch.context() as patched:
+            patched.setattr(checkpoints.torch, "save", full_disk)
+            with pytest.raises(checkpoints.CheckpointWriteError, match=re.escape(said)) as caught:
+                train.save_checkpoint({"model": {}}, path)
+        assert "previous last.pt" in str(caught.value) and "unchanged" in str(caught.value)
+        assert path.read_bytes() == before, kind
+        assert leftovers(tmp_path) == [], kind
+        assert checkpoints.load_checkpoint(path)["note"] == "text"
 
 
 def test_ctrl_c_while_writing_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
@@ -117,12 +116,12 @@ def test_a_truncated_checkpoint_is_a_clear_error(tmp_path):
         checkpoints.load_checkpoint(path)
 
 
-@pytest.mark.parametrize("content", [b"", b"not a checkpoint at all\n" * 10])
-def test_garbage_is_a_clear_error(tmp_path, content):
+def test_garbage_is_a_clear_error(tmp_path):
     path = tmp_path / "last.pt"
-    path.write_bytes(content)
-    with pytest.raises(checkpoints.CheckpointError, match=re.escape(str(path))):
-        checkpoints.load_checkpoint(path)
+    for content in (b"", b"not a checkpoint at all\n" * 10):
+        path.write_bytes(content)
+        with pytest.raises(checkpoints.CheckpointError, match=re.escape(str(path))):
+            checkpoints.load_checkpoint(path)
 
 
 def test_a_foreign_pytorch_file_is_recognised(tmp_path):
@@ -254,67 +253,56 @@ def onnx_model(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", ["model.onnx", "renamed.pt"])
-def test_an_exported_onnx_model_is_recognised_not_called_corrupt(tmp_path, name):
+def test_an_exported_onnx_model_is_recognised_not_called_corrupt(tmp_path):
     """An ONNX model where a checkpoint was wanted is named as what it is, whatever its file
     name: never "corrupt", and never the advice to delete it."""
-    path = onnx_model(tmp_path / name)
-    with pytest.raises(checkpoints.CheckpointError) as refused:
-        checkpoints.load_checkpoint(path)
-    message = str(refused.value)
-    assert f"{path} is an exported ONNX model, not a checkpoint" in message
-    assert "corrupt" not in message and "Delete" not in message
+    for name in ("model.onnx", "renamed.pt"):
+        path = onnx_model(tmp_path / name)
+        with pytest.raises(checkpoints.CheckpointError) as refused:
+            checkpoints.load_checkpoint(path)
+        message = str(refused.value)
+        assert f"{path} is an exported ONNX model, not a checkpoint" in message
+        assert "corrupt" not in message and "Delete" not in message
 
 
-@pytest.mark.parametrize(
-    ("command", "fix"),
-    [
+def test_each_command_says_what_reads_an_onnx_model_given_as_checkpoint(capsys, cpu_only, tmp_path):
+    """``--checkpoint model.onnx``: each command names its own way to read the model."""
+    path = onnx_model(tmp_path / "model.onnx")
+    for command, fix in [
         (predict_command.main, "add --runtime onnx to run it with ONNX Runtime"),
         (draw.main, "add --runtime onnx to run it with ONNX Runtime"),
         (evaluate.main, "evaluate it with --onnx {path} instead"),
         (export.main, "it is exported already; export reads a checkpoint, such as a best.pt"),
-    ],
-    ids=["predict", "draw", "evaluate", "export"],
-)
-def test_each_command_says_what_reads_an_onnx_model_given_as_checkpoint(
-    capsys, cpu_only, tmp_path, command, fix
-):
-    """``--checkpoint model.onnx``: each command names its own way to read the model."""
-    path = onnx_model(tmp_path / "model.onnx")
-    args = ["--checkpoint", str(path)]
-    if command is predict_command.main:
-        args.insert(0, str(tmp_path / "digit.png"))
-    assert command(args) == 2
-    err = capsys.readouterr().err
-    assert fix.format(path=path) in err, err
-    assert "corrupt" not in err and "Traceback" not in err
+    ]:
+        args = ["--checkpoint", str(path)]
+        if command is predict_command.main:
+            args.insert(0, str(tmp_path / "digit.png"))
+        assert command(args) == 2
+        err = capsys.readouterr().err
+        assert fix.format(path=path) in err, err
+        assert "corrupt" not in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize(
-    ("command", "option", "fix"),
-    [
-        (predict_command.main, "--checkpoint", "name a checkpoint in it, such as {best}"),
-        (draw.main, "--checkpoint", "name a checkpoint in it, such as {best}"),
-        (evaluate.main, "--checkpoint", "name a checkpoint in it, such as {best}"),
-        (export.main, "--checkpoint", "name a checkpoint in it, such as {best}"),
-        (evaluate.main, "--onnx", "name the model in it, such as {onnx}"),
-    ],
-    ids=["predict", "draw", "evaluate", "export", "evaluate-onnx"],
-)
-def test_a_folder_given_for_a_model_file_is_called_a_folder(
-    capsys, cpu_only, tmp_path, command, option, fix
-):
+def test_a_folder_given_for_a_model_file_is_called_a_folder(capsys, cpu_only, tmp_path):
     """A folder where a file was wanted is not "missing": it is there, and is a folder."""
     folder = tmp_path / "runs" / "run1"
     folder.mkdir(parents=True)
-    args = [option, str(folder)]
-    if command is predict_command.main:
-        args.insert(0, str(tmp_path / "digit.png"))
-    assert command(args) == 2
-    err = capsys.readouterr().err
-    named = fix.format(best=folder / "best.pt", onnx=folder / "model.onnx")  # this system's paths
-    assert f"{folder} is a folder: {named}" in err, err
-    assert "There is no" not in err
+    best = "name a checkpoint in it, such as {best}"
+    for command, option, fix in [
+        (predict_command.main, "--checkpoint", best),
+        (draw.main, "--checkpoint", best),
+        (evaluate.main, "--checkpoint", best),
+        (export.main, "--checkpoint", best),
+        (evaluate.main, "--onnx", "name the model in it, such as {onnx}"),
+    ]:
+        args = [option, str(folder)]
+        if command is predict_command.main:
+            args.insert(0, str(tmp_path / "digit.png"))
+        assert command(args) == 2
+        err = capsys.readouterr().err
+        named = fix.format(best=folder / "best.pt", onnx=folder / "model.onnx")  # this system's
+        assert f"{folder} is a folder: {named}" in err, err
+        assert "There is no" not in err
 
 
 # ---------------------------------------------------------- names from a file, escaped

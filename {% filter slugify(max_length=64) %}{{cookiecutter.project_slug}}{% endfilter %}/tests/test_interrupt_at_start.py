@@ -27,16 +27,17 @@ time.sleep(60)
 """
 
 
-@pytest.mark.parametrize("module", ["train", "evaluate", "export", "draw", "benchmark"])
-def test_ctrl_c_while_torch_loads_says_interrupted_and_exits_130(module, tmp_path, child_limit):
-    started = tmp_path / "started"
-    slow = tmp_path / "slow" / "torch"
+def interrupted_while_torch_loads(module: str, folder, child_limit) -> tuple:
+    """``python -m <package>.<module>`` sent a terminal's Ctrl+C while it imports torch: its
+    exit code, standard error and standard output."""
+    started = folder / "started"
+    slow = folder / "slow" / "torch"
     slow.mkdir(parents=True)
     (slow / "__init__.py").write_text(SLOW_TORCH.format(started=str(started)))
     path = os.pathsep.join([str(slow.parent), str(SRC), os.environ.get("PYTHONPATH", "")])
     child = subprocess.Popen(
         [sys.executable, "-m", f"{data.__package__}.{module}"],
-        cwd=str(tmp_path),
+        cwd=str(folder),
         env=dict(os.environ, PYTHONPATH=path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -54,4 +55,12 @@ def test_ctrl_c_while_torch_loads_says_interrupted_and_exits_130(module, tmp_pat
         if child.poll() is None:
             child.kill()
             child.communicate()
-    assert (child.returncode, err.strip(), out) == (130, "Interrupted.", "")
+    return child.returncode, err.strip(), out
+
+
+def test_ctrl_c_while_torch_loads_says_interrupted_and_exits_130(tmp_path, child_limit):
+    for module in ("train", "evaluate", "export", "draw", "benchmark"):
+        folder = tmp_path / module
+        folder.mkdir()
+        said = interrupted_while_torch_loads(module, folder, child_limit)
+        assert said == (130, "Interrupted.", ""), module

@@ -186,24 +186,22 @@ def test_damaged_entries_count_as_missing_and_say_why(tmp_path):
 # Settings: float32's range, momentum below 1, saved settings shown short
 
 
-@pytest.mark.parametrize(
-    "args, expected",
-    [
-        (["--lr", "1e39"], "--lr: must be at most 3.403e+38 (the largest float32), not 1e39"),
-        (["--weight-decay", "1e39"], "--weight-decay: must be at most 3.403e+38"),
-        (["--momentum", "1e39"], "--momentum: must be from 0 up to (not including) 1"),
-        (["--momentum", "5"], "--momentum: must be from 0 up to (not including) 1"),
-        (["--momentum", "1"], "--momentum: must be from 0 up to (not including) 1"),
-    ],
-)
-def test_settings_beyond_float32_or_a_momentum_of_1_or_more_are_refused_at_once(
-    capsys, args, expected
-):
-    with pytest.raises(SystemExit) as caught:
-        train.main(["--dataset", "synthetic", "--dry-run", *args])
-    assert caught.value.code == 2
-    err = capsys.readouterr().err
-    assert expected in err and "Traceback" not in err
+BEYOND = [
+    (["--lr", "1e39"], "--lr: must be at most 3.403e+38 (the largest float32), not 1e39"),
+    (["--weight-decay", "1e39"], "--weight-decay: must be at most 3.403e+38"),
+    (["--momentum", "1e39"], "--momentum: must be from 0 up to (not including) 1"),
+    (["--momentum", "5"], "--momentum: must be from 0 up to (not including) 1"),
+    (["--momentum", "1"], "--momentum: must be from 0 up to (not including) 1"),
+]
+
+
+def test_settings_beyond_float32_or_a_momentum_of_1_or_more_are_refused_at_once(capsys):
+    for args, expected in BEYOND:
+        with pytest.raises(SystemExit) as caught:
+            train.main(["--dataset", "synthetic", "--dry-run", *args])
+        assert caught.value.code == 2, args
+        err = capsys.readouterr().err
+        assert expected in err and "Traceback" not in err, err
 
 
 SAVED = {

@@ -229,22 +229,24 @@ def test_a_runs_dir_that_is_a_file_is_told_to_name_another_runs_dir(capsys, cpu_
     reason="the folder is made read-only by replacing os.open, which not every "
     "write of a run goes through on Windows",
 )
-@pytest.mark.parametrize("typed", [True, False], ids=["output-dir", "latest-run"])
 def test_resume_in_a_folder_it_cannot_write_keeps_the_run_in_its_advice(
-    capsys, cpu_only, tmp_path, trained_run, monkeypatch, typed
+    capsys, cpu_only, tmp_path, trained_run, monkeypatch
 ):
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    folder = copy_of(trained_run, runs / "run")
     real_open = os.open
+    for typed in (True, False):  # --output-dir typed, or the latest run in --runs-dir
+        runs = tmp_path / f"runs-{typed}"
+        runs.mkdir()
+        folder = copy_of(trained_run, runs / "run")
 
-    def read_only(path, flags, *args, **kwargs):  # the folder's files can be read, not made
-        if Path(path).parent == folder and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
-            raise PermissionError(errno.EROFS, "Read-only file system", str(path))
-        return real_open(path, flags, *args, **kwargs)
+        # The folder's files can be read, not made.
+        def read_only(path, flags, *args, folder=folder, **kwargs):
+            if Path(path).parent == folder and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+                raise PermissionError(errno.EROFS, "Read-only file system", str(path))
+            return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(os, "open", read_only)
-    where = ["--output-dir", str(folder)] if typed else ["--runs-dir", str(runs)]
-    code, _, err = run_train(capsys, "--resume", *where)
-    assert code == 2 and "Cannot write to the output directory" in err
-    assert f"make {folder} writable" in err and "Choose another one" not in err
+        where = ["--output-dir", str(folder)] if typed else ["--runs-dir", str(runs)]
+        with monkeypatch.context() as patched:
+            patched.setattr(os, "open", read_only)
+            code, _, err = run_train(capsys, "--resume", *where)
+        assert code == 2 and "Cannot write to the output directory" in err, where
+        assert f"make {folder} writable" in err and "Choose another one" not in err
