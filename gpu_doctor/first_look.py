@@ -62,9 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(finding.code == "ENV-ARM64-NO-CONDA" for finding in findings):
         env_manager = "venv"  # no conda on Windows on ARM: that finding says why
     elsewhere = _elsewhere()  # the commands' paths are the project's: run them there
-    chosen = (
-        f"The environment for this machine: {recommendation['stack']} "
-        f"({recommendation.get('why', '')}). Create it, in "
+    why = recommendation.get("why", "")
+    chosen = (  # the reason as a sentence of its own: reasons have parentheses of their own
+        f"The environment for this machine: {recommendation['stack']}. "
+        f"{why[:1].upper() + why[1:] + '. ' if why else ''}Create it, in "
         f"{'the project folder' if elsewhere else 'this folder'}:"
     )
     write_out("\n" + textwrap.fill(chosen, width=line_width(None)))

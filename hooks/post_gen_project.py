@@ -186,14 +186,17 @@ def quoted(path: Path, windows: bool = os.name == "nt") -> str:
     return f'"{text}"'
 
 
-CONDA_NOT_FOUND = [
-    "If the terminal does not know `conda`: on Windows use the Miniforge Prompt (or",
-    "Anaconda Prompt) from the Start menu, or run `conda init powershell` there once",
-    "and open a new terminal; on Linux and macOS run `conda init` once (for Miniforge:",
-    "~/miniforge3/bin/conda init) and open a new terminal.",
-]
 # The widest line of prose the steps print (commands keep their own lines, whatever their width).
 WIDTH = 80
+CONDA_NOT_FOUND = textwrap.wrap(
+    "If the terminal does not know `conda`: on Windows use the Miniforge Prompt or the "
+    "Anaconda Prompt from the Start menu, or run `conda init powershell` there once and open "
+    "a new terminal; on Linux and macOS run `conda init` once (for Miniforge: "
+    "`~/miniforge3/bin/conda init`) and open a new terminal.",
+    WIDTH,
+    break_long_words=False,
+    break_on_hyphens=False,
+)
 
 
 VERIFY = "'1. Verify install'"  # a run configuration's name: one word to wrap
@@ -364,16 +367,17 @@ def next_steps(answers: dict, project_dir: Path, best=None) -> str:
     if best is None:
         steps += device_steps(answers, found)
     steps += [
-        "Then, in that environment, check the install and train (synthetic digits: no download):",
+        *wrap("Then, in that environment, check the install and train (synthetic digits: no "
+              "download):"),
         f"  python -m {package}.verify_install",
         f"  python -m {package}.train --dataset synthetic --epochs 1",
         f"  python -m {package}.train",
         # The check above is the doctor's: every other laptop in a room runs it first.
         *wrap("On another laptop, run `python doctor.pyz` in the project folder first: it "
               "checks that laptop and prints the commands for the environment that fits it."),
-        "Put it under version control. pre-commit's first run downloads its checks (it needs",
-        "the network once; offline, leave out the two pre-commit lines until you are online);",
-        "after that it checks every commit, offline too:",
+        *wrap("Put it under version control. pre-commit's first run downloads its checks: it "
+              "needs the network once (offline, leave out the two pre-commit lines until you are "
+              "online); after that it checks every commit, offline too:"),
         "  git init",
         "  git add .",
         "  pre-commit run --all-files",
