@@ -297,14 +297,9 @@ def train_epoch(run: Run, epoch: int) -> Trained:
     session_s = time.perf_counter() - session  # ended by that readback: the device is done
     if not stopping.finite(loss_now):  # the NaN guard: stop, keep the last good save
         raise stopping.diverged_in(run, epoch, step + 1)
-    trained = Trained(
-        loss_now / max(1, seen_now),
-        correct_now / max(1, seen_now),
-        step + 1,
-        (seen_now - at.seen_before) / max(session_s, 1e-9),
-        started,
-        points.read(),  # one readback for all of them (TORCHRUN: one collective)
-    )
+    n, speed = max(1, seen_now), (seen_now - at.seen_before) / max(session_s, 1e-9)
+    # points.read(): curves.png's points, one readback for all of them (TORCHRUN: one collective)
+    trained = Trained(loss_now / n, correct_now / n, step + 1, speed, started, points.read())
     if step + 1 < run.steps_per_epoch:  # CTRL+C: stopped after this batch; RESUME goes on
         seconds = time.perf_counter() - started
         trained.position = at.stopped(step + 1, loss_now, correct_now, seen_now, seconds)
