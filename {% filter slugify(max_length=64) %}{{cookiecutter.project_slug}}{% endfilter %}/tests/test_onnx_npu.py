@@ -113,7 +113,7 @@ def test_no_npu_on_the_machine_leaves_the_cpu_with_one_sentence(monkeypatch, ort
 
     assert reader.model.provider == "CPUExecutionProvider"
     expected = "onnxruntime-qnn finds no NPU on this machine; the CPU answers instead"
-    assert reader.model.fallback == expected and expected in reader.describe()
+    assert reader.model.fallback == expected and expected in reader.who_answers()
 
 
 def test_an_npu_session_that_fails_leaves_the_cpu_with_one_sentence(monkeypatch, ort, exported):

@@ -222,6 +222,7 @@ def load_folder(root: Path) -> Dataset:
             "validation and test; add more (tens per class at least)."
         )
     parts = folder_split([picture.digest for picture in images.pictures])
+    record = split_record(images.classes, images.pictures, parts)  # what checkpoints keep
     train, val, test = (torch.tensor(parts[p], dtype=torch.int64) for p in ("train", "val", "test"))
     classes = ", ".join(printable(name, 60) for name in images.classes)
     description = (
@@ -235,7 +236,7 @@ def load_folder(root: Path) -> Dataset:
         description,
         *splits,
         classes=list(images.classes),
-        split=split_record(images.classes, images.pictures, parts),
+        split=record,
         notes=folder.scan_notes(found),
     )
 
@@ -264,7 +265,6 @@ def load_dataset(
 ) -> Dataset:
     """``name`` is "mnist", "synthetic" or "folder:<path>"; the result lives on ``device``
     (CPU when None; a folder's images are read from their files batch by batch)."""
-    root = folder.folder_path(name)  # None unless ``name`` is "folder:<path>"
     if name == "mnist":
         train_full, test = load_mnist(data_dir, download=download)
         train, val = split_off_validation(
@@ -277,8 +277,8 @@ def load_dataset(
         dataset = Dataset("mnist", description, train, val, test)
     elif name == "synthetic":
         dataset = load_synthetic(data_dir=None if data_dir is None else Path(data_dir))
-    elif root is not None:
-        dataset = load_folder(root)
+    elif name.startswith(folder.PREFIX):  # "folder:<path>"
+        dataset = load_folder(folder.folder_path(name))
     else:
         raise ValueError(
             f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}, folder:<path>"

@@ -72,12 +72,12 @@ class Reader:
         like MNIST and as drawn, with the 28x28 images the model received."""
         started = time.perf_counter()
         if not handwriting.has_ink(canvas):
-            return {"empty": True, "device": self.describe(), "classes": self.classes}
+            return {"empty": True, "device": self.who_answers(), "classes": self.classes}
         images = torch.stack(
             [handwriting.prepare_like_mnist(canvas), handwriting.shrink_as_drawn(canvas)]
         )
         probabilities = self.probabilities(images[:, None])
-        answer = {"empty": False, "device": self.describe(), "classes": self.classes}
+        answer = {"empty": False, "device": self.who_answers(), "classes": self.classes}
         for key, image, row in zip(("prepared", "as_drawn"), images, probabilities):
             answer[key] = {
                 "digit": int(row.argmax()),
@@ -93,7 +93,7 @@ class Reader:
             logits = self.model(data.to_model_input(images, self.device.device))
             return torch.softmax(logits, dim=1).cpu()  # one readback for all
 
-    def describe(self) -> str:
+    def who_answers(self) -> str:
         return self.device.describe()
 
 
@@ -108,7 +108,7 @@ class OnnxReader(Reader):
         logits = self.model.logits(data.to_model_input(images, torch.device("cpu")).numpy())
         return torch.softmax(torch.from_numpy(logits), dim=1)
 
-    def describe(self) -> str:
+    def who_answers(self) -> str:
         return onnx_runtime.describe(self.model)
 
 
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print(f"Model   : {path}", flush=True)
-    print(f"Device  : {reader.describe()} answers", flush=True)
+    print(f"Device  : {reader.who_answers()} answers", flush=True)
     note = trained_on_note(state)
     if note is not None:
         print(f"Note    : {note}", flush=True)

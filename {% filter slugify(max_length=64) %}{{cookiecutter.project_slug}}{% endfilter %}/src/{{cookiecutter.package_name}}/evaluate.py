@@ -341,10 +341,7 @@ def format_report(report: Report) -> str:
     table = metrics.format_table(
         [header, "images", "correct", "accuracy", "most often taken for"], rows
     )
-    what = {
-        "synthetic": "SYNTHETIC test digits (not MNIST)",
-        "mnist": "MNIST test set",
-    }.get(report.dataset, f"test part of {printable(plots.dataset_label(report.dataset))}")
+    what = run_folders.test_set_label(report.dataset)
     notes = "".join(f"note: {note}\n" for note in report.notes)
     return (
         f"Checkpoint: {report.checkpoint}"

@@ -269,8 +269,8 @@ def train_epoch(run: Run, epoch: int) -> Trained:
     points = metrics.EpochPoints(epoch, run.steps_per_epoch)  # curves.png's, on the device
     session = time.perf_counter()
     started = session - at.seconds
-    order = data.shuffled(run.dataset.train, run.generator)  # one gather on the device
-    order = distributed.my_share(order)  # TORCHRUN: this process's slice of the shuffle
+    # The epoch's shuffle (one gather on the device); TORCHRUN: this process's slice of it.
+    order = distributed.my_share(data.shuffled(run.dataset.train, run.generator))
     batches = data.batches(order, run.batch_size, at.batch, run.steps_per_epoch - at.batch)
     step = at.batch
     with console.epoch_bar(epoch, run.epochs, run.steps_per_epoch, at.batch) as bar:
@@ -287,22 +287,19 @@ def train_epoch(run: Run, epoch: int) -> Trained:
             if (step + 1) % cfg.log_interval == 0:  # the only readback inside an epoch
                 loss_now, correct_now, seen_now = distributed.read_back(loss_sum, correct, seen)
                 run.stop.agree()  # TORCHRUN: the processes agree whether Ctrl+C was pressed
-                if not stopping.finite(loss_now):  # the NaN guard: stop, keep the last save
-                    raise stopping.diverged_in(run, epoch, step + 1)
+                if not stopping.finite(loss_now):  # the NaN guard, below: no further step
+                    break
                 accuracy = 100 * correct_now / seen_now
                 bar.set_postfix(loss=f"{loss_now / seen_now:.4f}", acc=f"{accuracy:.2f}%")
             if run.stop.requested and step + 1 < run.steps_per_epoch:  # CTRL+C was pressed
                 break  # fit saves where the epoch stopped
     loss_now, correct_now, seen_now = distributed.read_back(loss_sum, correct, seen)  # a sync
     session_s = time.perf_counter() - session  # ended by that readback: the device is done
-    trained = Trained(
-        loss_now / max(1, seen_now),
-        correct_now / max(1, seen_now),
-        step + 1,
-        (seen_now - at.seen_before) / max(session_s, 1e-9),
-        started,
-        points.read(),  # one readback for all of them (TORCHRUN: one collective)
-    )
+    if not stopping.finite(loss_now):  # the NaN guard: stop, keep the last good save
+        raise stopping.diverged_in(run, epoch, step + 1)
+    n, speed = max(1, seen_now), (seen_now - at.seen_before) / max(session_s, 1e-9)
+    # points.read(): curves.png's points, one readback for all of them (TORCHRUN: one collective)
+    trained = Trained(loss_now / n, correct_now / n, step + 1, speed, started, points.read())
     if step + 1 < run.steps_per_epoch:  # CTRL+C: stopped after this batch; RESUME goes on
         seconds = time.perf_counter() - started
         trained.position = at.stopped(step + 1, loss_now, correct_now, seen_now, seconds)
@@ -354,48 +351,49 @@ def fit(run: Run) -> run_folders.RunResult:
     cfg, limit = run.cfg, 1 if run.cfg.dry_run else None  # a dry run validates one batch
     for epoch in range(run.epochs_done, run.epochs):
         trained = train_epoch(run, epoch)  # all its batches, or those before a Ctrl+C
-        if not stopping.finite(trained.loss):  # the NaN guard: stop, keep the last good save
-            raise stopping.diverged_in(run, epoch, trained.batches)
         run.points += trained.points
         if trained.position is not None:  # CTRL+C inside the epoch: last.pt says where
             if not cfg.dry_run:
-                save_checkpoint(checkpoint(run, position=trained.position), run.last_path)
+                state = checkpoint(run, position=trained.position)
+                save_checkpoint(state, run.last_path)
             where = f"in epoch {epoch + 1} after batch {trained.batches}/{run.steps_per_epoch}"
-            raise stopping.stopped(run, where)
-        val_loss, val_accuracy = evaluate_split(run.model, run.dataset.val, limit=limit)
-        if not stopping.finite(val_loss):
-            raise stopping.diverged_in(run, epoch, trained.batches)
-        last_step = epoch * run.steps_per_epoch + trained.batches - 1
-        run.history.append(
-            {
-                "epoch": epoch + 1,
-                "train_loss": trained.loss,
-                "train_accuracy": trained.accuracy,
-                "val_loss": val_loss,
-                "val_accuracy": val_accuracy,
-                "lr": get_lr(last_step, run.total_steps, cfg.peak_lr),
-                # the whole epoch: training (before and after a resume) and validation
-                "seconds": round(time.perf_counter() - trained.started, 3),
-                "samples_per_s": round(trained.samples_per_s, 1),
-            }
-        )
-        run.epochs_done = epoch + 1
-        if not cfg.dry_run:
-            # best.pt: the best validation accuracy so far, a tie going to the lower loss
-            # (a small validation set is often 100 % right after a few epochs).
-            best = max(run.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
-            run.best_accuracy = best["val_accuracy"]
-            # best.pt first: a stop between the two saves must never leave a last.pt whose
-            # history has a best epoch that best.pt lacks (--resume would not train it again).
-            if best is run.history[-1]:  # what evaluate, export and draw load
-                save_checkpoint(checkpoint(run), run.out / checkpoints.BEST)
-            save_checkpoint(checkpoint(run), run.last_path)  # every epoch: what --resume continues
-            run_folders.write_metrics_and_curves(run)  # metrics.csv/json, curves.png, compare.png
-        # Printed only once saved: a console closed meanwhile must not cost the epoch.
-        console.print_epoch(run.history[-1], run.epochs, run.dataset.synthetic)
+        else:  # the whole epoch: validated, a row of the history, saved, printed
+            val_loss, val_accuracy = evaluate_split(run.model, run.dataset.val, limit=limit)
+            if not stopping.finite(val_loss):
+                raise stopping.diverged_in(run, epoch, trained.batches)
+            last_step = epoch * run.steps_per_epoch + trained.batches - 1
+            run.history.append(
+                {
+                    "epoch": epoch + 1,
+                    "train_loss": trained.loss,
+                    "train_accuracy": trained.accuracy,
+                    "val_loss": val_loss,
+                    "val_accuracy": val_accuracy,
+                    "lr": get_lr(last_step, run.total_steps, cfg.peak_lr),
+                    # the whole epoch: training (before and after a resume) and validation
+                    "seconds": round(time.perf_counter() - trained.started, 3),
+                    "samples_per_s": round(trained.samples_per_s, 1),
+                }
+            )
+            run.epochs_done = epoch + 1
+            if not cfg.dry_run:
+                # best.pt: the best validation accuracy so far, a tie going to the lower loss
+                # (a small validation set is often 100 % right after a few epochs).
+                best = max(run.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
+                run.best_accuracy = best["val_accuracy"]
+                # best.pt first: a stop between the two saves must never leave a last.pt whose
+                # history has a best epoch that best.pt lacks (--resume would not redo it).
+                state = checkpoint(run)  # the same for both files
+                if best is run.history[-1]:  # what evaluate, export and draw load
+                    save_checkpoint(state, run.out / checkpoints.BEST)
+                save_checkpoint(state, run.last_path)  # every epoch: what --resume continues
+                run_folders.write_metrics_and_curves(run)  # metrics, curves.png, compare.png
+            # Printed only once saved: a console closed meanwhile must not cost the epoch.
+            console.print_epoch(run.history[-1], run.epochs, run.dataset.synthetic)
+            where = f"after epoch {epoch + 1}"
         run.stop.agree()  # TORCHRUN: every process stops here, or none
-        if run.stop.requested:  # CTRL+C during the epoch's last batch or its validation
-            raise stopping.stopped(run, f"after epoch {epoch + 1}")
+        if run.stop.requested:  # CTRL+C: in the epoch, or in its last batch or validation
+            raise stopping.stopped(run, where)
     run.stop.stop_at_once()  # CTRL+C: every epoch is saved, so the test stops at once
     tested = run_folders.load_best(run)  # the model evaluate, export and draw load: best.pt's
     test = evaluate_split(run.model, run.dataset.test, limit=limit)

@@ -54,6 +54,21 @@ def read_metrics(output_dir: Path) -> dict[str, Any]:
     return json.loads((Path(output_dir) / METRICS_JSON).read_text(encoding="utf-8"))
 
 
+def rows_of_numbers(value: Any, fields: Sequence[str]) -> list[dict[str, Any]] | None:
+    """``value`` when it is a list of rows with a number in each of ``fields``, else None (a
+    metrics.json edited by hand, or written by other code)."""
+    if not isinstance(value, list):
+        return None
+    for row in value:
+        if not isinstance(row, dict):
+            return None
+        for name in fields:
+            number = row.get(name)
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                return None
+    return value
+
+
 class EpochPoints:
     """curves.png's points within an epoch: copies of the running sums every few batches, kept
     on the device (no readback while the epoch runs), read back once at its end (under

@@ -82,12 +82,6 @@ def dataset_label(name: str) -> str:
     return DATASET_LABELS.get(name, name)
 
 
-def test_set_label(name: str) -> str:
-    """The test set in words, for the line that gives a run's test accuracy."""
-    fixed = {"synthetic": "SYNTHETIC test digits (not MNIST)", "mnist": "MNIST test set"}
-    return fixed.get(name) or f"test part of {printable(dataset_label(name))}"
-
-
 # Errors below this (in %) are drawn on it, and its tick reads "none": a log axis has no
 # zero, and a stretch of batches without a single mistake is common late in a run.
 ERROR_FLOOR = 0.01
@@ -176,7 +170,8 @@ def plot_curves(
     within: Sequence[dict[str, Any]] = (),
 ) -> Path:
     """``curves_figure`` as a PNG."""
-    return _save(curves_figure(history, title, within), path)
+    figure = curves_figure(history, title, within)
+    return _save(figure, path)
 
 
 @_with_plot_fonts
@@ -233,14 +228,16 @@ def plot_comparison(
     title: str,
 ) -> Path:
     """``comparison_figure`` as a PNG."""
-    return _save(comparison_figure(runs, title), path)
+    figure = comparison_figure(runs, title)
+    return _save(figure, path)
 
 
 def plot_confusion(
     matrix: Sequence[Sequence[int]], path: Path, title: str, classes: Sequence[str] | None = None
 ) -> Path:
     """The confusion matrix (``confusion_figure``) as a PNG."""
-    return _save(confusion_figure(matrix, title, classes), path)
+    figure = confusion_figure(matrix, title, classes)
+    return _save(figure, path)
 
 
 @_with_plot_fonts

@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except draw.DrawError as error:
         write_err(f"error: {error}")
         return EXIT_USAGE
-    write_out(f"model: {printable(path)} on {reader.describe()}")
+    write_out(f"model: {printable(path)} on {reader.who_answers()}")
     note = draw.trained_on_note(state)
     if note is not None:
         write_out(f"note : {note}")

@@ -160,20 +160,6 @@ _NUMBERS = ("epoch", "val_loss", "val_accuracy")  # what the picture draws of ea
 _WITHIN = ("epoch", "train_loss", "train_accuracy")
 
 
-def _rows(value: Any, fields: Sequence[str]) -> list[dict[str, Any]] | None:
-    """``value`` when it is a list of rows with a number in each of ``fields``, else None."""
-    if not isinstance(value, list):
-        return None
-    for row in value:
-        if not isinstance(row, dict):
-            return None
-        for name in fields:
-            number = row.get(name)
-            if isinstance(number, bool) or not isinstance(number, (int, float)):
-                return None
-    return value
-
-
 def _read(folder: Path) -> ComparedRun | str | None:
     """The run's curves from its metrics.json; None for a run without epochs yet; a reason
     when the file cannot be used (edited by hand, written by other code, half copied)."""
@@ -185,8 +171,8 @@ def _read(folder: Path) -> ComparedRun | str | None:
         return f"its {metrics.METRICS_JSON} cannot be read ({type(error).__name__})"
     if not isinstance(saved, dict):
         return f"its {metrics.METRICS_JSON} holds no run's metrics"
-    epochs = _rows(saved.get("epochs"), _NUMBERS)
-    within = _rows(saved.get("within_epochs", []), _WITHIN)
+    epochs = metrics.rows_of_numbers(saved.get("epochs"), _NUMBERS)
+    within = metrics.rows_of_numbers(saved.get("within_epochs", []), _WITHIN)
     config = saved.get("config")
     if not isinstance(config, dict) or epochs is None or within is None:
         return f"its {metrics.METRICS_JSON} is not one this project writes"
@@ -269,32 +255,22 @@ def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> W
     # A file that cannot be written (a full disk) raises CheckpointWriteError: the run stops
     # with one sentence that says what is kept (stopping.training_stops_cleanly).
     files = metrics.write_metrics(run.history, run.out, run.dataset.name, extra)
-    curves = run.out / plots.CURVES_PNG
-    drawn = plots.draw_safely(lambda: plots.plot_curves(run.history, curves, title, within), curves)
-    written = Written(files + _drawn(run.out, drawn))
+    png, compared = run.out / plots.CURVES_PNG, run.out.parent / COMPARE_PNG
+    drawn = [plots.draw_safely(lambda: plots.plot_curves(run.history, png, title, within), png)]
     if run.out.resolve().parent == Path(run.cfg.runs_dir).resolve():
-        compare_png = run.out.parent / COMPARE_PNG
-        drawn = plots.draw_safely(lambda: compare(run.out.parent, say), compare_png)
-        shown = _drawn(run.out, drawn)
-        written.compared = shown[0] if shown else None
-    return written
+        drawn.append(plots.draw_safely(lambda: compare(run.out.parent, say), compared))
+    for why in drawn:  # a picture not drawn: why, said once per run folder and picture
+        if isinstance(why, str) and (str(run.out), why) not in _said:
+            _said.add((str(run.out), why))
+            say(f"note: {why}")
+    files += [png] if png in drawn else []
+    return Written(files, compared if compared in drawn else None)
 
 
 def curves_title(run: Run) -> str:
     """curves.png's title: the dataset by its name (never the folder it was read from), and
     the device."""
     return f"LeNet-5 on {plots.dataset_label(run.dataset.name)} - {run.option.describe()}"
-
-
-def _drawn(folder: Path, drawn: Path | str | None) -> list[Path]:
-    """[the picture], or [] after saying (once per run folder and picture) why it was not
-    drawn."""
-    if isinstance(drawn, str):
-        if (str(folder), drawn) not in _said:
-            _said.add((str(folder), drawn))
-            say(f"note: {drawn}")
-        return []
-    return [] if drawn is None else [drawn]
 
 
 # --------------------------------------------------------------------------------------------
@@ -339,12 +315,18 @@ def _read_if_saved(path: Path) -> checkpoints.Checkpoint | None:
         raise TrainError(str(error)) from error
 
 
+def test_set_label(name: str) -> str:
+    """The test set in words, for the line that gives a test accuracy (train's and evaluate's)."""
+    fixed = {"synthetic": "SYNTHETIC test digits (not MNIST)", "mnist": "MNIST test set"}
+    return fixed.get(name) or f"test part of {printable(plots.dataset_label(name))}"
+
+
 def finish(run: Run, test: tuple[float, float], tested: str) -> RunResult:
     """Print the test result (``tested``: which model, in words), write the final metrics,
     list the output files."""
     test_loss, test_accuracy = test
     images = len(run.dataset.test)
-    test_set = plots.test_set_label(run.dataset.name)
+    test_set = test_set_label(run.dataset.name)
     say(
         f"test accuracy {100 * test_accuracy:.2f}% on the {test_set} ({images} images), "
         f"loss {test_loss:.4f}"
