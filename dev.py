@@ -12,10 +12,10 @@ folder, or the folder named by the TEMPLATE_VENV environment variable. On Linux 
 about 5.6 GB (PyPI's torch for Linux brings its CUDA libraries); on Windows and macOS, where
 PyPI's torch is CPU-only, much less.
 
-What the tests cost, measured on a 2-core Linux machine: `test` about 47 minutes, the first
-time too, and 25 GB of disk: the first time it also installs the exact DirectML stack (with
-pip and with uv), Windows CPython under Wine and a workshop stick (cached for later runs),
-mostly while its other lane runs, and it runs baked projects on them.
+What the tests cost, measured on a quiet 2-core Linux machine: `test` about 30 minutes, the
+first time too, and 25 GB of disk: the first time it also installs the exact DirectML stack
+(with pip and with uv), Windows CPython under Wine and a workshop stick (cached for later
+runs), mostly while its other lane runs, and it runs baked projects on them.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ DEMO_DIR = ROOT / "build" / "demo"
 # What quick leaves out (pytest.ini's markers): the Windows tier and the DirectML tier, which
 # install wine with apt and cache about 2.5 GB, the exact DirectML stack (about 3 GB) and the
 # draw page's browser test, which installs Chromium with apt.
-# What the whole suite takes on a 2-core machine with its caches in place (the README's
+# What the whole suite takes on a quiet 2-core machine, the first time included (the README's
 # development table gives the measurement behind it).
-WHOLE_SUITE_MINUTES = 47
+WHOLE_SUITE_MINUTES = 30
 QUICK_MARKERS = "not dml_stack and not windows and not directml and not browser and not uv"
 # The whole suite runs in two lanes at once: the tests under Wine, which spend most of their
 # time in Wine's own processes (and the one that reads the wheels their cache holds), beside
