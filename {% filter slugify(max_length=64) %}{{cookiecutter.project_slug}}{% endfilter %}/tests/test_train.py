@@ -29,6 +29,7 @@ from {{ cookiecutter.package_name }}.machinery import (
     output_lock,
     plots,
     run_folders,
+    startup,
     stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -36,6 +37,14 @@ from {{ cookiecutter.package_name }}.model import (
 )
 
 TIMING = ("seconds", "samples_per_s")
+
+
+def set_up(cfg, discovery, dataset):
+    """train.setup for a run on the first device ``discovery`` found, as startup.started sets
+    it up (a new run, one process)."""
+    chosen = discovery.options[0]
+    start = startup.Started(chosen, discovery, dataset, stopping.StopSignal(), None, cfg.batch_size)
+    return train.setup(cfg, start)
 
 
 def params():
@@ -189,7 +198,7 @@ def test_the_default_recipe_learns_synthetic_digits_without_a_collapse(
     cfg = train.TrainConfig(
         epochs=epochs, dataset="synthetic", device="cpu", output_dir=tmp_path, seed=seed
     )
-    run = train.setup(cfg, cpu_discovery.options[0], dataset, stopping.StopSignal())
+    run = set_up(cfg, cpu_discovery, dataset)
     trained = train.train_epoch(run, 0)
     run.points += trained.points
     losses = [point["train_loss"] for point in metrics.within_epochs(run.points)]
@@ -248,7 +257,7 @@ def test_points_within_an_epoch_cost_no_readback_per_step(
     cfg = train.TrainConfig(
         epochs=1, dataset="synthetic", device="cpu", output_dir=tmp_path, log_interval=10_000
     )
-    run = train.setup(cfg, cpu_discovery.options[0], tiny_dataset, stopping.StopSignal())
+    run = set_up(cfg, cpu_discovery, tiny_dataset)
     before = counted["readbacks"]
     trained = train.train_epoch(run, 0)
     assert run.steps_per_epoch >= 10 and len(trained.points) == run.steps_per_epoch
@@ -261,7 +270,7 @@ def test_the_curves_title_names_the_dataset_not_its_folder(tiny_dataset, cpu_dis
         tiny_dataset, name="mnist", description=f"MNIST from {folder}: 1382 train / 154 val"
     )
     cfg = train.TrainConfig(epochs=1, device="cpu", output_dir=tmp_path)
-    run = train.setup(cfg, cpu_discovery.options[0], mnist_like, stopping.StopSignal())
+    run = set_up(cfg, cpu_discovery, mnist_like)
     title = run_folders.curves_title(run)
     assert title.startswith("LeNet-5 on MNIST - cpu (CPU")
     assert "Users" not in title and "C - " not in title
@@ -418,9 +427,7 @@ def test_a_full_disk_stops_cleanly_and_keeps_the_last_checkpoint(
 def test_the_optimizer_updates_the_parameters_of_the_model_on_the_device(
     tiny_dataset, cpu_discovery, tiny_config, tmp_path
 ):
-    state = train.setup(
-        tiny_config(tmp_path), cpu_discovery.options[0], tiny_dataset, stopping.StopSignal()
-    )
+    state = set_up(tiny_config(tmp_path), cpu_discovery, tiny_dataset)
     optimized = [p for group in state.optimizer.param_groups for p in group["params"]]
     assert len(optimized) == len(list(state.model.parameters()))
     assert all(a is b for a, b in zip(optimized, state.model.parameters()))

@@ -59,6 +59,7 @@ MNIST_VALIDATION_SIZE = 5000
 SYNTHETIC_TRAIN_SIZE = 12000
 SYNTHETIC_TEST_SIZE = 2000
 SYNTHETIC_VALIDATION_FRACTION = 0.1
+SYNTHETIC_TEST_SEED = 1_000_003  # added to the seed: the test digits are others than training's
 SYNTHETIC_LABEL = "SYNTHETIC digits (generated, not MNIST)"
 
 DATASETS = ("mnist", "synthetic")  # and folder:<path>, your own images
@@ -180,27 +181,42 @@ def load_mnist(data_dir: Path, download: bool = True) -> tuple[Split, Split]:
     return Split(*train), Split(*test)
 
 
+def load_digits(
+    name: str,
+    data_dir: Path | None,
+    download: bool = True,
+    sizes: tuple[int, int] | None = None,
+    seed: int = synthetic.SEED,
+) -> Dataset:
+    """MNIST ("mnist") or the synthetic digits ("synthetic") on the CPU: train, validation
+    and test. The synthetic test part comes from another seed (``synthetic_test_digits``), so
+    it is held out in the strict sense; ``sizes`` (train, test) default to SYNTHETIC_TRAIN_SIZE
+    and SYNTHETIC_TEST_SIZE. With ``data_dir``, drawn digits are kept there for the next run."""
+    if name == "mnist":  # (images, labels) of each part, from datasets/mnist.py or synthetic.py
+        full, test = mnist.load_mnist(Path(data_dir), download=download)
+        val_size = MNIST_VALIDATION_SIZE
+        source = f"MNIST from {mnist.mnist_raw_folder(Path(data_dir))}"
+    else:
+        train_size, test_size = sizes or (SYNTHETIC_TRAIN_SIZE, SYNTHETIC_TEST_SIZE)
+        full = synthetic.digits(train_size, seed, data_dir)
+        test = synthetic.digits(test_size, seed + SYNTHETIC_TEST_SEED, data_dir)
+        val_size = max(1, int(round(train_size * SYNTHETIC_VALIDATION_FRACTION)))
+        source = f"{SYNTHETIC_LABEL}, data seed {seed}"
+    train, val = split_off_validation(*full, val_size)
+    parts = f"{len(train)} train / {len(val)} validation / {len(test[1])} test"
+    return Dataset(name, f"{source}: {parts}", train, val, Split(*test))
+
+
 def load_synthetic(
     train_size: int | None = None,
     test_size: int | None = None,
     seed: int = synthetic.SEED,
     data_dir: Path | None = None,
 ) -> Dataset:
-    """Synthetic train/validation/test splits on the CPU (sizes default to SYNTHETIC_TRAIN_SIZE
-    and SYNTHETIC_TEST_SIZE, read when called). The test part comes from another seed, so it is
-    held out in the strict sense: not one of its images was seen in training. With
-    ``data_dir``, the digits are kept there once drawn: the next run reads them."""
+    """The synthetic digits of ``load_digits``, at other sizes or seeds (tests, benchmarks)."""
     train_size = SYNTHETIC_TRAIN_SIZE if train_size is None else train_size
     test_size = SYNTHETIC_TEST_SIZE if test_size is None else test_size
-    full = synthetic_digits(train_size, seed, data_dir)
-    val_size = max(1, int(round(train_size * SYNTHETIC_VALIDATION_FRACTION)))
-    train, val = split_off_validation(full.images, full.labels, val_size)
-    test = synthetic_test_digits(test_size, seed, data_dir)
-    description = (
-        f"{SYNTHETIC_LABEL}, data seed {seed}: "
-        f"{len(train)} train / {len(val)} validation / {len(test)} test"
-    )
-    return Dataset("synthetic", description, train, val, test)
+    return load_digits("synthetic", data_dir, sizes=(train_size, test_size), seed=seed)
 
 
 def synthetic_test_digits(
@@ -208,21 +224,22 @@ def synthetic_test_digits(
 ) -> Split:
     """The synthetic test part: drawn from another seed than the training part."""
     size = SYNTHETIC_TEST_SIZE if size is None else size
-    return synthetic_digits(size, seed + 1_000_003, data_dir)
+    return synthetic_digits(size, seed + SYNTHETIC_TEST_SEED, data_dir)
 
 
 def load_folder(root: Path) -> Dataset:
     """Your own images (``datasets/folder.py``): each picture checked, then 10 % of
     them for validation, as many for test, the rest for training, chosen by each picture's
     content (``datasets/folder_split.py``): adding or removing pictures moves no other picture."""
-    images, found = folder.image_folder(root)
-    if len(images) < 3:
+    found = folder.image_folder(root)
+    if len(found.pictures) < 3:
         raise folder.FolderUnavailable(
-            f"{printable(root)} has {len(images)} usable images: too few to keep some for "
-            "validation and test; add more (tens per class at least)."
+            f"{printable(root)} has {len(found.pictures)} usable images: too few to keep some "
+            "for validation and test; add more (tens per class at least)."
         )
-    parts = folder_split([picture.digest for picture in images.pictures])
-    record = split_record(images.classes, images.pictures, parts)  # what checkpoints keep
+    parts = folder_split([picture.digest for picture in found.pictures])
+    record = split_record(found.classes, found.pictures, parts)  # what checkpoints keep
+    images = folder.PictureFolder(root, found.classes, found.pictures)
     train, val, test = (torch.tensor(parts[p], dtype=torch.int64) for p in ("train", "val", "test"))
     classes = ", ".join(printable(name, 60) for name in images.classes)
     description = (
@@ -265,18 +282,8 @@ def load_dataset(
 ) -> Dataset:
     """``name`` is "mnist", "synthetic" or "folder:<path>"; the result lives on ``device``
     (CPU when None; a folder's images are read from their files batch by batch)."""
-    if name == "mnist":
-        train_full, test = load_mnist(data_dir, download=download)
-        train, val = split_off_validation(
-            train_full.images, train_full.labels, MNIST_VALIDATION_SIZE
-        )
-        description = (
-            f"MNIST from {mnist.mnist_raw_folder(Path(data_dir))}: "
-            f"{len(train)} train / {len(val)} validation / {len(test)} test"
-        )
-        dataset = Dataset("mnist", description, train, val, test)
-    elif name == "synthetic":
-        dataset = load_synthetic(data_dir=None if data_dir is None else Path(data_dir))
+    if name in DATASETS:  # the digits: MNIST's, or drawn here
+        dataset = load_digits(name, None if data_dir is None else Path(data_dir), download)
     elif name.startswith(folder.PREFIX):  # "folder:<path>"
         dataset = load_folder(folder.folder_path(name))
     else:

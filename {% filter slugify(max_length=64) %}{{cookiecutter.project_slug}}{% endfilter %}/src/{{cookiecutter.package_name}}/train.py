@@ -6,12 +6,11 @@
     python -m <package>.train --resume                         # continue the latest run
 
 Read it top to bottom: the settings, the optimizer and its schedule, one step, the epoch with
-its running sums, the checkpoint, the epoch loop, the run (validation is evaluate.py's
-``evaluate_split``). Marked in capitals, what a first reading can skip: RESUME (``--resume``
-continues a run exactly, even mid-epoch), CTRL+C (the loop saves where it stands and stops)
-and TORCHRUN (several processes; the ``distributed`` lines do nothing without it).
-``machinery/`` holds the rest, one call each: the device, the run's folder and its lock, the
-header, the metrics and curves, the command line.
+its running sums, the checkpoint, the epoch loop (validation is evaluate.py's
+``evaluate_split``). In capitals, what a first reading can skip: RESUME (``--resume`` goes on
+exactly, even mid-epoch), CTRL+C (the loop saves where it stands and stops) and TORCHRUN
+(several processes; the ``distributed`` lines do nothing without it). ``machinery/`` holds the
+rest, one call each: the device, the run's folder, the header, the curves, the command line.
 """
 
 from __future__ import annotations
@@ -44,31 +43,26 @@ from .machinery import (
     console,
     devices,
     distributed,
-    metrics,
     run_folders,
     startup,
     stopping,
     train_command,
+    within_epoch,
 )
 from .machinery.optim import LerpFreeAdam
 from .model import LeNet5, to_device
 
-# The gradients' total norm is capped at this. LeNet has no normalisation layer, and with
-# momentum a few outsized steps near the schedule's peak undid what a run had learnt: on the
-# synthetic digits the loss jumped from 0.75 to 2.9 before it recovered, which looks broken.
-# The cap acts mostly early in a run, while gradients are large, like a lower rate just there.
+# The gradients' total norm is capped at this: without it, a few outsized steps near the
+# schedule's peak undid what LeNet (no normalisation layer) had learnt: on the synthetic digits
+# the loss jumped from 0.75 to 2.9 before it recovered. The cap acts mostly early in a run.
 MAX_GRAD_NORM = 2.0
 
 
 @dataclass
 class TrainConfig:
-    """Every setting of a run; ``python -m <package>.train --help`` lists them as options.
-
-    The defaults reach >= 99.0 % test accuracy on MNIST within 5 epochs: LeNet-5 with SGD,
-    Nesterov momentum 0.9, batch 128 and weight decay 5e-4 is the classic recipe, and the
-    one-cycle schedule (``get_lr``) gets there in a few epochs instead of tens. A peak of 0.05
-    does not diverge even when the warm-up is short (0.1 did in one-epoch runs).
-    """
+    """Every setting of a run (``--help`` lists them). The defaults reach >= 99.0 % on MNIST in
+    5 epochs: LeNet-5's classic recipe (SGD, Nesterov momentum 0.9, batch 128, weight decay
+    5e-4) on a one-cycle schedule (``get_lr``), whose peak of 0.05 does not diverge (0.1 did)."""
 
     # The optimizers build_optimizer knows, and the peak of the schedule for each.
     DEFAULT_LR: ClassVar[dict[str, float]] = {"sgd": 0.05, "adam": 0.002}
@@ -98,10 +92,7 @@ class TrainConfig:
 OPTIMIZERS = tuple(TrainConfig.DEFAULT_LR)  # ("sgd", "adam")
 
 
-# --------------------------------------------------------------------------------------------
 # The optimizer, the learning-rate schedule, and one step
-
-
 def build_optimizer(
     name: str,
     params: Iterable[nn.Parameter],
@@ -110,10 +101,9 @@ def build_optimizer(
     momentum: float = TrainConfig.momentum,
     weight_decay: float = TrainConfig.weight_decay,
 ) -> torch.optim.Optimizer:
-    """The optimizer ``name`` ("sgd" or "adam"), built once, after ``model.to(device)`` (see
-    ``setup``). On DirectML (``device_type == "privateuseone"``) both stay on the GPU: SGD
-    without the ``foreach`` path (torch-directml has no ``_foreach_*`` kernels), and Adam as
-    LerpFreeAdam (machinery/optim.py): torch's Adam calls ``lerp``, which falls back to the CPU."""
+    """The optimizer ``name``, built once, after ``model.to(device)`` (see ``setup``). On
+    DirectML (``"privateuseone"``) both stay on the GPU: SGD without ``foreach`` (it has no
+    ``_foreach_*`` kernels), Adam as LerpFreeAdam (torch's calls ``lerp``: a CPU fallback)."""
     directml = device_type == "privateuseone"
     if name == "sgd":
         return torch.optim.SGD(
@@ -170,14 +160,10 @@ def train_step(
     return loss_sum, correct
 
 
-# --------------------------------------------------------------------------------------------
 # What the loop carries from epoch to epoch
-
-
 @dataclass
 class Run:
-    """The model, the optimizer, the data on the device, and what a checkpoint saves besides
-    them: the history of epochs, the best validation accuracy, the shuffling generator."""
+    """The model, the optimizer, the data on the device, and the rest a checkpoint saves."""
 
     cfg: TrainConfig
     option: devices.DeviceOption  # the device, and how to name it
@@ -208,11 +194,9 @@ class Run:
         return self.cfg.epochs * self.steps_per_epoch
 
 
-def setup(
-    cfg: TrainConfig, option: devices.DeviceOption, dataset: data.Dataset, stop: stopping.StopSignal
-) -> Run:
+def setup(cfg: TrainConfig, start: startup.Started) -> Run:
     """The model, the optimizer and the data on the chosen device, in the order that matters."""
-    device = option.device
+    device = start.option.device
     torch.manual_seed(cfg.seed)  # the same initial weights for the same seed
     # 1. The model to the device first. In torch 2.4.1 `.to(privateuseone)` makes new Parameter
     #    objects, so an optimizer built before the move would update orphaned CPU tensors.
@@ -224,20 +208,17 @@ def setup(
         cfg.optimizer, model.parameters(), cfg.peak_lr, device.type, cfg.momentum, cfg.weight_decay
     )
     # 3. The whole dataset to the device, once: batches are then slices, with no copies.
-    dataset = dataset.to(device)
+    dataset = start.dataset.to(device)
     generator = torch.Generator().manual_seed(cfg.seed)  # shuffles; on the CPU (DirectML: none)
-    batch_size = distributed.process_batch(cfg.batch_size)  # TORCHRUN: this process's share
     steps = data.num_batches(distributed.usable(len(dataset.train)), cfg.batch_size)
     epochs = cfg.epochs
     if cfg.dry_run:  # a few batches of one epoch
         steps, epochs = min(steps, cfg.DRY_RUN_BATCHES), 1
-    return Run(cfg, option, dataset, model, optimizer, stop, generator, batch_size, steps, epochs)
+    parts = (model, optimizer, start.stop, generator, start.batch_size, steps, epochs)
+    return Run(cfg, start.option, dataset, *parts)
 
 
-# --------------------------------------------------------------------------------------------
 # One epoch, and its running sums
-
-
 @dataclass
 class Trained:
     """One epoch's training (or its batches before a Ctrl+C), read back once at its end."""
@@ -258,7 +239,7 @@ def train_epoch(run: Run, epoch: int) -> Trained:
     device = next(model.parameters()).device
     # RESUME: a run stopped inside this epoch goes on from the batch after the stop, on the
     # same shuffle, with the sums and seconds it had (a fresh epoch: batch 0, zero sums).
-    at = checkpoints.InEpoch.start(run.position, run.generator, distributed.is_main())
+    at = within_epoch.InEpoch.start(run.position, run.generator, distributed.is_main())
     run.position = None
     # The running sums: the loss and the correct answers added up on the device. Nothing is
     # read back inside the loop except every log_interval batches: a readback waits for the
@@ -266,7 +247,7 @@ def train_epoch(run: Run, epoch: int) -> Trained:
     loss_sum = torch.tensor(at.loss_sum, device=device)
     correct = torch.tensor(at.correct, device=device)
     seen = at.seen
-    points = metrics.EpochPoints(epoch, run.steps_per_epoch)  # curves.png's, on the device
+    points = within_epoch.EpochPoints(epoch, run.steps_per_epoch)  # curves.png's, on the device
     session = time.perf_counter()
     started = session - at.seconds
     # The epoch's shuffle (one gather on the device); TORCHRUN: this process's slice of it.
@@ -301,15 +282,13 @@ def train_epoch(run: Run, epoch: int) -> Trained:
     # points.read(): curves.png's points, one readback for all of them (TORCHRUN: one collective)
     trained = Trained(loss_now / n, correct_now / n, step + 1, speed, started, points.read())
     if step + 1 < run.steps_per_epoch:  # CTRL+C: stopped after this batch; RESUME goes on
-        seconds = time.perf_counter() - started
-        trained.position = at.stopped(step + 1, loss_now, correct_now, seen_now, seconds)
+        sums = {"loss_sum": loss_now, "correct": correct_now, "seen": seen_now}
+        seconds = time.perf_counter() - started  # the epoch's, before and after a resume
+        trained.position = {"batch": step + 1, "generator": at.shuffle, **sums, "seconds": seconds}
     return trained
 
 
-# --------------------------------------------------------------------------------------------
 # The checkpoint: best.pt and last.pt
-
-
 def checkpoint(run: Run, position: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything needed to use the model (``model``) and to continue the run exactly (the
     rest). evaluate, export and draw read it (``checkpoints.Checkpoint.load``)."""
@@ -335,16 +314,15 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
     any machine with map_location="cpu" (map_location set to a DirectML device fails)."""
     if not distributed.is_main():  # TORCHRUN: the first process alone writes the run's files
         return
-    state = {"format": checkpoints.FORMAT, "version": checkpoints.VERSION, **state}
+    state = checkpoints.to_cpu(
+        {"format": checkpoints.FORMAT, "version": checkpoints.VERSION, **state}
+    )
     # A temporary file, renamed once complete: a crash or a full disk keeps the old file.
     with checkpoints.atomic_file(path) as handle:
-        torch.save(checkpoints.to_cpu(state), handle)
+        torch.save(state, handle)
 
 
-# --------------------------------------------------------------------------------------------
 # The epoch loop, and the run
-
-
 def fit(run: Run) -> run_folders.RunResult:
     """Train for the remaining epochs, validating and saving after each; then test the model
     that evaluate will load (best.pt) on the test set, once."""
@@ -352,16 +330,11 @@ def fit(run: Run) -> run_folders.RunResult:
     for epoch in range(run.epochs_done, run.epochs):
         trained = train_epoch(run, epoch)  # all its batches, or those before a Ctrl+C
         run.points += trained.points
-        if trained.position is not None:  # CTRL+C inside the epoch: last.pt says where
-            if not cfg.dry_run:
-                state = checkpoint(run, position=trained.position)
-                save_checkpoint(state, run.last_path)
-            where = f"in epoch {epoch + 1} after batch {trained.batches}/{run.steps_per_epoch}"
-        else:  # the whole epoch: validated, a row of the history, saved, printed
+        whole = trained.position is None  # False: CTRL+C stopped it; last.pt keeps the position
+        if whole:  # validated, and a row of the history
             val_loss, val_accuracy = evaluate_split(run.model, run.dataset.val, limit=limit)
             if not stopping.finite(val_loss):
                 raise stopping.diverged_in(run, epoch, trained.batches)
-            last_step = epoch * run.steps_per_epoch + trained.batches - 1
             run.history.append(
                 {
                     "epoch": epoch + 1,
@@ -369,31 +342,32 @@ def fit(run: Run) -> run_folders.RunResult:
                     "train_accuracy": trained.accuracy,
                     "val_loss": val_loss,
                     "val_accuracy": val_accuracy,
-                    "lr": get_lr(last_step, run.total_steps, cfg.peak_lr),
+                    "lr": run.optimizer.param_groups[0]["lr"],  # the epoch's last step's
                     # the whole epoch: training (before and after a resume) and validation
                     "seconds": round(time.perf_counter() - trained.started, 3),
                     "samples_per_s": round(trained.samples_per_s, 1),
                 }
             )
             run.epochs_done = epoch + 1
-            if not cfg.dry_run:
-                # best.pt: the best validation accuracy so far, a tie going to the lower loss
-                # (a small validation set is often 100 % right after a few epochs).
-                best = max(run.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
-                run.best_accuracy = best["val_accuracy"]
-                # best.pt first: a stop between the two saves must never leave a last.pt whose
-                # history has a best epoch that best.pt lacks (--resume would not redo it).
-                state = checkpoint(run)  # the same for both files
-                if best is run.history[-1]:  # what evaluate, export and draw load
-                    save_checkpoint(state, run.out / checkpoints.BEST)
-                save_checkpoint(state, run.last_path)  # every epoch: what --resume continues
+            # The best epoch: the best validation accuracy, a tie going to the lower loss (a
+            # small validation set is often 100 % right after a few epochs).
+            best = max(run.history, key=lambda row: (row["val_accuracy"], -row["val_loss"]))
+            run.best_accuracy = best["val_accuracy"]
+        if not cfg.dry_run:
+            state = checkpoint(run, position=trained.position)  # the same for both files
+            # best.pt (what evaluate, export and draw load) first: a stop between the two saves
+            # must never leave a last.pt whose history has a best epoch that best.pt lacks.
+            best_pt = [run.out / checkpoints.BEST] if whole and best is run.history[-1] else []
+            for path in best_pt + [run.last_path]:  # last.pt: what --resume continues
+                save_checkpoint(state, path)
+            if whole:
                 run_folders.write_metrics_and_curves(run)  # metrics, curves.png, compare.png
-            # Printed only once saved: a console closed meanwhile must not cost the epoch.
+        if whole:  # printed only once saved: a console closed meanwhile must not cost the epoch
             console.print_epoch(run.history[-1], run.epochs, run.dataset.synthetic)
-            where = f"after epoch {epoch + 1}"
         run.stop.agree()  # TORCHRUN: every process stops here, or none
         if run.stop.requested:  # CTRL+C: in the epoch, or in its last batch or validation
-            raise stopping.stopped(run, where)
+            where = f"in epoch {epoch + 1} after batch {trained.batches}/{run.steps_per_epoch}"
+            raise stopping.stopped(run, f"after epoch {epoch + 1}" if whole else where)
     run.stop.stop_at_once()  # CTRL+C: every epoch is saved, so the test stops at once
     tested = run_folders.load_best(run)  # the model evaluate, export and draw load: best.pt's
     test = evaluate_split(run.model, run.dataset.test, limit=limit)
@@ -410,15 +384,13 @@ def train(
     """Run training as ``cfg`` says. Raises TrainError (and its subclasses) with a message for
     the user. ``discovery`` and ``dataset`` replace device discovery and loading
     ``cfg.dataset`` (tests pass small ones); ``explicit`` names the options the user typed."""
-    # The device, TORCHRUN's processes, the run's folder held by this run alone, and the data;
-    # RESUME: the saved run's settings and checkpoint.
+    # The device, TORCHRUN's processes, the run's folder (held), the data; RESUME: the saved run.
     with startup.started(cfg, explicit, stop, discovery, dataset) as (cfg, start):
-        run = setup(cfg, start.option, start.dataset, start.stop)
+        run = setup(cfg, start)
+        startup.print_header(run, start)
         if start.saved is not None:
             startup.restore(run, start.saved)  # RESUME: weights, optimizer, shuffle, history
-        startup.print_header(run, start.found, resumed=start.saved is not None)
-        # CTRL+C saves and stops; a GPU that cannot run an operator, or a full disk, stops
-        # with one sentence.
+        # CTRL+C saves and stops; a GPU that fails, or a full disk, stops with one sentence.
         with stopping.training_stops_cleanly(run):
             return fit(run)
 
@@ -429,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     return train_command.main(argv, train, TrainConfig)
 
 
-# Only when run as a program: DataLoader workers for --dataset folder:<path> are spawned on
-# Windows and macOS, and each one first imports this module; training must not start there.
+# Only as a program: DataLoader workers (--dataset folder:) spawned on Windows and macOS import
+# this module first, and must not train.
 if __name__ == "__main__":
     sys.exit(main())

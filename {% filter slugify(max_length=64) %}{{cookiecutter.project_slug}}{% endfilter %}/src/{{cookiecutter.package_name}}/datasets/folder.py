@@ -120,9 +120,9 @@ class PictureFolder:
         return grey, picture.label
 
 
-def image_folder(root: Path) -> tuple[PictureFolder, folder_scan.Scan]:
-    """The usable pictures of ``root`` (each checked once), and the scan that found them:
-    what was skipped and why, which folders were left out."""
+def image_folder(root: Path) -> folder_scan.Scan:
+    """The scan of ``root``: its usable pictures (each checked once) and classes, what was
+    skipped and why, which folders were left out; FolderUnavailable if too few are usable."""
     root = Path(root)
     layout = "one subfolder per class, e.g. cats/ and dogs/, with the images inside"
     if not root.is_dir():
@@ -163,7 +163,7 @@ def image_folder(root: Path) -> tuple[PictureFolder, folder_scan.Scan]:
             f"least {MIN_PER_CLASS} (tens are better). Add pictures, or remove the class "
             "folder." + _skipped_in_short(found)
         )
-    return PictureFolder(root, found.classes, found.pictures), found
+    return found
 
 
 def _skipped_in_short(found: folder_scan.Scan) -> str:

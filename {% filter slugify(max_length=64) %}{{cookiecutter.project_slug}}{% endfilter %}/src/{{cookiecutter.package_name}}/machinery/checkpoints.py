@@ -3,17 +3,15 @@
 - What a checkpoint holds, and its one ``torch.save``, are in train.py (``checkpoint``,
   ``save_checkpoint``); here is what it uses: ``to_cpu`` (every tensor moved to the CPU, so a
   checkpoint loads on any machine without ``map_location`` set to a DirectML device, which
-  fails) and ``atomic_file``.
-- Writing is atomic: a temporary file in the same folder, flushed to disk, then ``os.replace``.
-  A crash, Ctrl+C or full disk while writing leaves the previous checkpoint as it was.
+  fails) and ``atomic_files.atomic_file``.
+- Writing is atomic (``atomic_files``): a temporary file in the same folder, flushed to disk,
+  then ``os.replace``. A crash, Ctrl+C or full disk while writing leaves the previous checkpoint
+  as it was.
 - Loading uses ``torch.load(path, map_location="cpu", weights_only=True)``: only tensors and
   plain containers are accepted, never arbitrary pickled code. The caller then calls
   ``load_state_dict`` on the model that is already on its device.
 - A file that is truncated, corrupt or not ours raises CheckpointError with a clear sentence;
   an exported ONNX model is recognised as one, and the command says what reads it instead.
-
-``InEpoch`` is where an epoch starts, and the ``position`` a Ctrl+C inside it saves: what lets
-``--resume`` continue mid-epoch exactly.
 
 ``Checkpoint`` is what a training run saves, read once and checked once (``Checkpoint.load``):
 evaluate, export, draw and ``--resume`` use its fields, never the file's raw entries. An entry
@@ -26,14 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 import torch
 
+from .atomic_files import WriteError, atomic_path, write_failure
 from .terminal_text import printable
 
 FORMAT = "lenet5-training-checkpoint"
@@ -58,10 +55,6 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be used: missing, truncated, corrupt, or not ours."""
 
 
-class CheckpointWriteError(OSError):
-    """Writing failed (disk full, no permission, ...); the previous file is unchanged."""
-
-
 def to_cpu(value: Any) -> Any:
     """A copy of ``value`` with every tensor detached and on the CPU (dicts, lists, tuples)."""
     if isinstance(value, torch.Tensor):
@@ -73,76 +66,10 @@ def to_cpu(value: Any) -> Any:
     return value
 
 
-def _replace(source: Path, target: Path) -> None:
-    # On Windows a virus scanner or indexer may hold the target for a moment: retry briefly.
-    for attempt in range(5):
-        try:
-            os.replace(str(source), str(target))
-            return
-        except PermissionError:
-            if attempt == 4:
-                raise
-            time.sleep(0.1 * (attempt + 1))
-
-
-@contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it replaces ``path`` in one step."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        yield tmp
-        _replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    try:
-        with atomic_path(path) as tmp:
-            tmp.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise CheckpointWriteError(_write_failure(path, error)) from error
-
-
-def copy_atomic(source: Path, target: Path) -> None:
-    """Copy ``source`` over ``target`` in one step (CheckpointWriteError when it fails)."""
-    try:
-        with atomic_path(target) as tmp:
-            shutil.copyfile(source, tmp)
-    except OSError as error:
-        raise CheckpointWriteError(_write_failure(target, error)) from error
-
-
-def _write_failure(path: Path, error: Exception) -> str:
-    if isinstance(error, OSError):
-        reason = error.strerror or str(error) or type(error).__name__
-    else:  # torch.save's zip writer reports a full disk as RuntimeError("... unexpected pos ...")
-        reason = f"the file could not be completed ({_one_line(error)}){_free_space(path)}"
-    return (
-        f"Could not write {path}: {reason}. The previous {Path(path).name} (if any) is unchanged."
-    )
-
-
-def _one_line(error: Exception) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
-
-
-def _free_space(path: Path) -> str:
-    try:
-        free = shutil.disk_usage(Path(path).parent).free
-    except OSError:
-        return ""
-    return f"; {free / 2**20:.1f} MB free there: is the disk full?"
-
-
 @contextlib.contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A file to ``torch.save`` into: a temporary file beside ``path``, flushed to disk, then
-    renamed over ``path`` in one step. CheckpointWriteError when writing fails; the previous
+    renamed over ``path`` in one step. WriteError when writing fails; the previous
     file is then unchanged."""
     path = Path(path)
     try:
@@ -151,7 +78,7 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
             handle.flush()
             os.fsync(handle.fileno())
     except (OSError, RuntimeError) as error:  # RuntimeError: torch.save on a full disk
-        raise CheckpointWriteError(_write_failure(path, error)) from error
+        raise WriteError(write_failure(path, error)) from error
 
 
 # The field that may follow an ONNX model's first (ir_version): producer name and version,
@@ -273,40 +200,6 @@ POSITION = {
     "seen": _is_count,
     "seconds": _is_number,
 }
-
-
-@dataclass
-class InEpoch:
-    """RESUME: where an epoch starts. A fresh epoch starts at batch 0 with zero sums; a run
-    stopped inside it (its checkpoint's ``position``) goes on from the batch after the stop, on
-    the same shuffle, with the sums and seconds it had. Under torchrun the saved sums are every
-    process's: the first process carries them on, the others start from zero."""
-
-    batch: int = 0
-    shuffle: Any = None  # the generator's state as the epoch started: what a stop saves
-    loss_sum: float = 0.0  # this process's sums to start from
-    correct: int = 0
-    seen: int = 0
-    seen_before: int = 0  # every process's images before this session (for the speed)
-    seconds: float = 0.0
-
-    @classmethod
-    def start(cls, position: dict[str, Any] | None, generator: Any, main: bool) -> InEpoch:
-        """Where the epoch starts; ``generator`` is set to its shuffle (``position``'s)."""
-        before = position or {}
-        if before:
-            generator.set_state(before["generator"])
-        carried = before if main else {}
-        sums = carried.get("loss_sum", 0.0), carried.get("correct", 0), carried.get("seen", 0)
-        seen, seconds = before.get("seen", 0), before.get("seconds", 0.0)
-        return cls(before.get("batch", 0), generator.get_state(), *sums, seen, seconds)
-
-    def stopped(
-        self, batch: int, loss_sum: float, correct: int, seen: int, seconds: float
-    ) -> dict[str, Any]:
-        """The position last.pt keeps after a Ctrl+C after ``batch`` (see ``POSITION``)."""
-        sums = {"loss_sum": loss_sum, "correct": correct, "seen": seen}
-        return {"batch": batch, "generator": self.shuffle, **sums, "seconds": seconds}
 
 
 def _entry_problem(value: Any, wanted: dict[str, Any], what: str) -> str | None:

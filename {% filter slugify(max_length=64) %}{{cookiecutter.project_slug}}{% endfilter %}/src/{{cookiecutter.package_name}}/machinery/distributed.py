@@ -360,11 +360,11 @@ def first_then_others(load: Callable[[], T]) -> T:
     import torch.distributed as dist
 
     result: Any = None
-    failure: TrainError | None = None
+    failure: Exception | None = None
     if current().local_rank == 0:
         try:
             result = load()
-        except TrainError as error:
+        except Exception as error:  # raised below, once every process is past the barrier
             failure = error
     dist.barrier()  # reached in every case: an error must not leave the others waiting
     if failure is not None:

@@ -1,6 +1,6 @@
 """What a run's numbers are kept as: ``metrics.csv`` and ``metrics.json`` (one row per epoch),
-the training curve within epochs (``EpochPoints``: train.py's running sums, copied every few
-batches), and plain-text tables for the console."""
+the training curve within epochs (from ``within_epoch.EpochPoints``), and plain-text tables for
+the console."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .checkpoints import write_text_atomic
-from .distributed import summed_points
+from .atomic_files import write_text_atomic
 
 METRICS_CSV = "metrics.csv"
 METRICS_JSON = "metrics.json"
-POINTS_PER_EPOCH = 25  # training points within an epoch in curves.png (a one-epoch run too)
 
 FIELDS = (
     "epoch",
@@ -67,31 +65,6 @@ def rows_of_numbers(value: Any, fields: Sequence[str]) -> list[dict[str, Any]] |
             if isinstance(number, bool) or not isinstance(number, (int, float)):
                 return None
     return value
-
-
-class EpochPoints:
-    """curves.png's points within an epoch: copies of the running sums every few batches, kept
-    on the device (no readback while the epoch runs), read back once at its end (under
-    torchrun every process's added up, in one collective)."""
-
-    def __init__(self, epoch: int, steps_per_epoch: int) -> None:
-        self.epoch, self.steps = epoch, steps_per_epoch
-        self.every = max(1, steps_per_epoch // POINTS_PER_EPOCH)
-        self.kept: list[tuple[int, Any, Any, int]] = []
-
-    def keep(self, batch: int, loss_sum: Any, correct: Any, seen: int) -> None:
-        if batch % self.every == 0:
-            self.kept.append((batch, loss_sum.clone(), correct.clone(), seen))
-
-    def read(self) -> list[dict[str, Any]]:
-        """The points; ``x`` is the epoch count at each (0.5: half of the first epoch), as on
-        the curves' axis."""
-        points = []
-        for batch, loss, right, seen in summed_points(self.kept):
-            x = self.epoch + batch / self.steps
-            sums = {"loss_sum": loss, "correct": right, "seen": seen}
-            points.append({"epoch": self.epoch + 1, "x": x, **sums})
-        return points
 
 
 def within_epochs(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

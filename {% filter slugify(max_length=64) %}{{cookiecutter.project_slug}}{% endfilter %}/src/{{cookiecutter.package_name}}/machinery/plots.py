@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import plot_fonts
-from .checkpoints import CheckpointWriteError, atomic_path
+from .atomic_files import WriteError, atomic_path
 from .terminal_text import printable
 
 CURVES_PNG = "curves.png"
@@ -49,7 +49,7 @@ def _save(figure, path: Path) -> Path:
         with atomic_path(path) as tmp:
             figure.savefig(str(tmp), format="png")
     except OSError as error:
-        raise CheckpointWriteError(f"Could not write {path}: {error.strerror or error}.") from error
+        raise WriteError(f"Could not write {path}: {error.strerror or error}.") from error
     return path
 
 

@@ -252,13 +252,14 @@ def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> W
     config = {n: getattr(run.cfg, n) for n in RUN_SETTINGS}
     config["peak_lr"] = run.cfg.peak_lr  # what a run with the default lr used
     extra = {**(extra or {}), "config": config, "within_epochs": within}
-    # A file that cannot be written (a full disk) raises CheckpointWriteError: the run stops
+    # A file that cannot be written (a full disk) raises WriteError: the run stops
     # with one sentence that says what is kept (stopping.training_stops_cleanly).
     files = metrics.write_metrics(run.history, run.out, run.dataset.name, extra)
     png, compared = run.out / plots.CURVES_PNG, run.out.parent / COMPARE_PNG
-    drawn = [plots.draw_safely(lambda: plots.plot_curves(run.history, png, title, within), png)]
+    pictures = {png: lambda: plots.plot_curves(run.history, png, title, within)}
     if run.out.resolve().parent == Path(run.cfg.runs_dir).resolve():
-        drawn.append(plots.draw_safely(lambda: compare(run.out.parent, say), compared))
+        pictures[compared] = lambda: compare(run.out.parent, say)
+    drawn = [plots.draw_safely(draw, path) for path, draw in pictures.items()]
     for why in drawn:  # a picture not drawn: why, said once per run folder and picture
         if isinstance(why, str) and (str(run.out), why) not in _said:
             _said.add((str(run.out), why))

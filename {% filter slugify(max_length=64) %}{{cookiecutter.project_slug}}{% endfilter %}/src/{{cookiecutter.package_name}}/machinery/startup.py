@@ -1,9 +1,9 @@
 """Before a training run, one call (``started``): the device, the processes under torchrun, the
 run's folder (a new one, or the latest for ``--resume``) held for the run, the settings and
 checkpoint a resumed run continues with (checked, since a checkpoint may come from anywhere),
-and the data. ``train.py`` then builds its ``Run``, puts a resumed run's state back into it
-(``restore``) and prints the run's header (``print_header``). Nothing here imports
-``train.py``: its ``TrainConfig`` and ``Run`` come in as arguments (``cfg``, ``run``).
+and the data. ``train.py`` then builds its ``Run``, prints the run's header
+(``print_header``) and puts a resumed run's state back into it (``restore``). Nothing here
+imports ``train.py``: its ``TrainConfig`` and ``Run`` come in as arguments (``cfg``, ``run``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ import torch
 from .. import data
 from ..datasets import folder, mnist
 from ..datasets.folder_split import split_change
-from . import checkpoints, devices, distributed, output_lock, run_folders, this_project
+from . import (
+    atomic_files,
+    checkpoints,
+    devices,
+    distributed,
+    output_lock,
+    run_folders,
+    this_project,
+)
 from .checkpoints import BEST, LAST, RUN_SETTINGS
 from .cli import FLOAT32_MAX, MAX_SEED
 from .console import say
@@ -43,6 +51,7 @@ class Started:
     dataset: data.Dataset
     stop: StopSignal
     saved: checkpoints.Checkpoint | None
+    batch_size: int  # TORCHRUN: this process's share of cfg.batch_size (all of it without)
 
 
 @contextlib.contextmanager
@@ -68,9 +77,27 @@ def started(
         # One process decides, and the others get its answer or its error: the new folder's
         # name holds the time, and the checkpoint to resume may be on the first machine only.
         cfg, saved = distributed.same_on_all(_run_folder, cfg, explicit, held)
+        batch_size = distributed.process_batch(cfg.batch_size)  # TORCHRUN: checked, then shared
         if dataset is None:  # under torchrun the first process on each machine downloads it
-            dataset = distributed.first_then_others(lambda: _load_data(cfg.dataset, cfg.data_dir))
-        yield cfg, Started(option, found, dataset, stop, saved)
+            try:
+                dataset = distributed.first_then_others(
+                    lambda: data.load_dataset(cfg.dataset, cfg.data_dir)
+                )
+            except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:
+                raise TrainError(str(error)) from error
+            except OSError as error:  # a path the system refuses outright: too long, a bad name
+                raise TrainError(
+                    f"--dataset {printable(cfg.dataset, SHOWN)} cannot be read "
+                    f"({error.strerror or error}): name a folder that exists, with one subfolder "
+                    "of images per class."
+                ) from error
+        change = split_change(saved.data_split, dataset.split) if saved else None
+        if change is not None:  # RESUME: a folder whose pictures moved between the parts
+            raise TrainError(
+                f"{Path(cfg.output_dir) / LAST} cannot be resumed: {change.sentence} Start a new "
+                "run without --resume."
+            )
+        yield cfg, Started(option, found, dataset, stop, saved, batch_size)
 
 
 def _run_folder(
@@ -140,8 +167,8 @@ def _catch_up_best(last: Path, held: checkpoints.Checkpoint) -> None:
     if top["epoch"] != held.epochs_done or _epochs_in(best) == held.epochs_done:
         return
     try:
-        checkpoints.copy_atomic(last, best)
-    except checkpoints.CheckpointWriteError as error:
+        atomic_files.copy_atomic(last, best)
+    except atomic_files.WriteError as error:
         raise TrainError(f"{error} Make room there, then run --resume again.") from error
     say(f"note: {best} now holds epoch {held.epochs_done}, the run's best (a stop kept an older).")
 
@@ -244,12 +271,6 @@ def restore(run: Run, checkpoint: checkpoints.Checkpoint) -> None:
         run.position = where  # checked by Checkpoint.load: a dict of POSITION's entries
     except Exception as error:
         raise TrainError(f"{run.last_path} cannot be resumed: {devices.one_line(error)}") from error
-    change = split_change(checkpoint.data_split, run.dataset.split)
-    if change is not None:
-        raise TrainError(
-            f"{run.last_path} cannot be resumed: {change.sentence} Start a new run without "
-            "--resume."
-        )
     if run.cfg.dry_run:  # a few batches from the saved model, as an epoch of their own
         run.history, run.points, run.position, run.epochs_done = [], [], None, 0
 
@@ -264,19 +285,6 @@ def _writable_fix(cfg: TrainConfig, chosen: bool) -> str:
             "with --output-dir."
         )
     return "" if chosen else "Name a folder you can write to with --runs-dir."
-
-
-def _load_data(name: str, data_dir: Path) -> data.Dataset:
-    """The dataset on the CPU, or one sentence why it cannot be read."""
-    try:
-        return data.load_dataset(name, data_dir)
-    except (mnist.MNISTUnavailable, folder.FolderUnavailable) as error:
-        raise TrainError(str(error)) from error
-    except OSError as error:  # a path the system refuses outright: too long, a bad name
-        raise TrainError(
-            f"--dataset {printable(name, SHOWN)} cannot be read ({error.strerror or error}): "
-            "name a folder that exists, with one subfolder of images per class."
-        ) from error
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,10 +315,10 @@ def worth_a_note(missing: devices.Unavailable, accelerator: str) -> bool:
     return missing.code != NOT_BUILT  # a torch without CUDA: another environment's
 
 
-def print_header(run: Run, found: devices.Discovery, resumed: bool) -> None:
+def print_header(run: Run, start: Started) -> None:
     """What a run prints before its first epoch: the device, the data, the settings, where
-    it writes, and what a resumed run continues."""
-    cfg, out, last = run.cfg, run.out, run.last_path
+    it writes, and where a resumed run continues (``start.saved``: before ``restore``)."""
+    cfg, out, last, found, saved = run.cfg, run.out, run.last_path, start.found, start.saved
     accelerator = project_accelerator()
     parameters = sum(p.numel() for p in run.model.parameters())
     say(f"{project_title()}: LeNet-5, {parameters:,} parameters, float32")
@@ -337,13 +345,13 @@ def print_header(run: Run, found: devices.Discovery, resumed: bool) -> None:
         say(f"  dry run : {run.steps_per_epoch} batches of one epoch; nothing is saved")
         return
     say(f"  output  : {out}")
-    if resumed and run.epochs_done >= run.epochs:
+    if saved is not None and saved.epochs_done >= run.epochs:
         say(f"  resuming: {last} has finished all {run.epochs} epochs")
         say("This run is complete: nothing to train. Start a new run to train again.")
-    elif resumed:
-        where = f"epoch {run.epochs_done + 1}"
-        if run.position is not None:
-            where += f", batch {run.position['batch'] + 1}"
+    elif saved is not None:
+        where = f"epoch {saved.epochs_done + 1}"
+        if saved.position is not None:
+            where += f", batch {saved.position['batch'] + 1}"
         say(f"  resuming: {last} at {where}")
     elif last.exists():
         say(f"  note    : this new run replaces the one in {out} (--resume would continue it)")
