@@ -44,6 +44,7 @@ from {{ cookiecutter.package_name }}.datasets import (
 )
 from {{ cookiecutter.package_name }}.machinery import (
     devices,
+    startup,
     stopping,
 )
 from {{ cookiecutter.package_name }}.model import (
@@ -68,7 +69,9 @@ def time_project(split: data.Split, option: devices.DeviceOption, batch_size: in
         cfg = train.TrainConfig(
             epochs=1, batch_size=batch_size, dataset="synthetic", output_dir=Path(out)
         )
-        run = train.setup(cfg, option, dataset, stopping.StopSignal())
+        found = devices.Discovery([option], [])
+        ready = startup.Started(option, found, dataset, stopping.StopSignal(), None, batch_size)
+        run = train.setup(cfg, ready)
         start = time.perf_counter()
         train.train_epoch(run, 0)  # ends with a readback of the summed loss
         return time.perf_counter() - start
