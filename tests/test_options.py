@@ -75,7 +75,7 @@ ALWAYS = {
     "src/{pkg}/machinery/parsers.py",
     "src/{pkg}/machinery/output_lock.py",
     "src/{pkg}/machinery/page_server.py",
-    "src/{pkg}/machinery/plot_fonts.py",
+    "src/{pkg}/machinery/within_epoch.py",
     "src/{pkg}/machinery/ranks.py",
     "src/{pkg}/machinery/script.py",
     "src/{pkg}/machinery/metrics.py",

@@ -20,7 +20,6 @@ from {{ cookiecutter.package_name }} import (
     train,
 )
 from {{ cookiecutter.package_name }}.machinery import (
-    atomic_files,
     checkpoints,
     predict_command,
 )
@@ -87,7 +86,7 @@ def test_a_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
 
         with monkeypatch.context() as patched:
             patched.setattr(checkpoints.torch, "save", full_disk)
-            with pytest.raises(atomic_files.WriteError, match=re.escape(said)) as caught:
+            with pytest.raises(checkpoints.CheckpointWriteError, match=re.escape(said)) as caught:
                 train.save_checkpoint({"model": {}}, path)
         assert "previous last.pt" in str(caught.value) and "unchanged" in str(caught.value)
         assert path.read_bytes() == before, kind

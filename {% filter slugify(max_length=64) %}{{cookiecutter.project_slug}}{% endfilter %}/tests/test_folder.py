@@ -26,7 +26,6 @@ from {{ cookiecutter.package_name }}.datasets import (
     folder_scan,
 )
 from {{ cookiecutter.package_name }}.machinery import (
-    plot_fonts,
     plots,
 )
 
@@ -208,7 +207,7 @@ def test_many_skipped_files_are_counted_after_the_first_few(tmp_path):
     for index in range(9):
         (root / "cross" / f"broken{index}.png").write_bytes(b"not a picture")
     notes = data.load_dataset(f"folder:{root}").notes
-    assert len(notes) == folder.SKIPPED_SHOWN + 1
+    assert len(notes) == folder_scan.SKIPPED_SHOWN + 1
     assert notes[-1] == "... and 4 more (9 skipped)"
 
 
@@ -403,10 +402,10 @@ HISTORY = [
 
 @pytest.fixture
 def fonts_as_found():
-    """plot_fonts looks at this computer's fonts afresh, and again after the test."""
-    plot_fonts.families.cache_clear()
+    """The plots look at this computer's fonts afresh, and again after the test."""
+    plots.font_families.cache_clear()
     yield
-    plot_fonts.families.cache_clear()
+    plots.font_families.cache_clear()
 
 
 @pytest.fixture
@@ -447,7 +446,7 @@ def test_without_a_font_for_them_the_names_are_written_as_codes_with_no_warning(
 
 
 def test_with_a_font_for_them_the_names_are_drawn_in_it(tmp_path, fonts_as_found):
-    chinese = [f for f in plot_fonts.families() if _has_glyph(f, "手")]
+    chinese = [f for f in plots.font_families() if _has_glyph(f, "手")]
     if not chinese:
         pytest.skip("no font with Chinese characters on this computer (fc-list :lang=zh)")
     curves, matrix, caught = _draw_both(tmp_path)

@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence, Union
 
 import torch
 
-from .datasets import folder, mnist, synthetic
+from .datasets import folder, folder_scan, mnist, synthetic
 from .datasets.folder import LoaderSplit
 from .datasets.folder_split import folder_split, split_record
 from .machinery import parsers
@@ -232,6 +232,7 @@ def load_folder(root: Path) -> Dataset:
     them for validation, as many for test, the rest for training, chosen by each picture's
     content (``datasets/folder_split.py``): adding or removing pictures moves no other picture."""
     found = folder.image_folder(root)
+    notes = folder_scan.scan_notes(found)  # the folders left out and the files skipped, said
     if len(found.pictures) < 3:
         raise folder.FolderUnavailable(
             f"{printable(root)} has {len(found.pictures)} usable images: too few to keep some "
@@ -254,7 +255,7 @@ def load_folder(root: Path) -> Dataset:
         *splits,
         classes=list(images.classes),
         split=record,
-        notes=folder.scan_notes(found),
+        notes=notes,
     )
 
 
@@ -284,8 +285,8 @@ def load_dataset(
     (CPU when None; a folder's images are read from their files batch by batch)."""
     if name in DATASETS:  # the digits: MNIST's, or drawn here
         dataset = load_digits(name, None if data_dir is None else Path(data_dir), download)
-    elif name.startswith(folder.PREFIX):  # "folder:<path>"
-        dataset = load_folder(folder.folder_path(name))
+    elif name.startswith(folder.PREFIX):  # "folder:<path>": your own images
+        dataset = load_folder(Path(name[len(folder.PREFIX) :]).expanduser())
     else:
         raise ValueError(
             f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}, folder:<path>"

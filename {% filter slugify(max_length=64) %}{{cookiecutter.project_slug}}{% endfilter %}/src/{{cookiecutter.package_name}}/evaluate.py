@@ -41,7 +41,6 @@ from . import data
 from .datasets import folder, folder_split, mnist
 from .datasets.folder_split import split_change
 from .machinery import (
-    atomic_files,
     checkpoints,
     devices,
     distributed,
@@ -359,7 +358,7 @@ def write_outputs(report: Report, directory: Path, suffix: str = "") -> list[Pat
     failed evaluation."""
     numbers = directory / TEST_METRICS_JSON.replace(".json", f"{suffix}.json")
     text = json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
-    atomic_files.write_text_atomic(numbers, text)
+    checkpoints.write_text_atomic(numbers, text)
     name = plots.dataset_label(report.dataset)
     title = f"Confusion matrix: {100 * report.accuracy:.2f}% correct\n{name}, test set"
     path = directory / plots.CONFUSION_PNG.replace(".png", f"{suffix}.png")
@@ -395,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         suffix = "_onnx" if args.onnx is not None else ""
         files = write_outputs(report, Path(path).parent, suffix)  # saved before any printing
         write_out(format_report(report))
-    except (EvaluationError, atomic_files.WriteError) as error:
+    except (EvaluationError, checkpoints.CheckpointWriteError) as error:
         write_err(f"error: {error}")
         return 2
     write_out("Wrote " + ", ".join(str(p) for p in files))

@@ -40,7 +40,7 @@ import torch
 
 from . import data
 from .datasets import folder, mnist
-from .machinery import atomic_files, checkpoints, onnx_runtime, parsers, run_folders
+from .machinery import checkpoints, onnx_runtime, parsers, run_folders
 from .machinery.command_entry import command, write_err, write_out
 from .machinery.terminal_text import printable
 from .model import NUM_CLASSES, LeNet5
@@ -182,7 +182,7 @@ def export(state: checkpoints.Checkpoint, checkpoint: Path, output: Path) -> Non
         onnx.checker.check_model(proto, full_check=True)
     except onnx.checker.ValidationError as error:
         raise ExportError(f"The exported model fails onnx.checker: {error}") from error
-    atomic_files.write_bytes_atomic(output, proto.SerializeToString())
+    checkpoints.write_bytes_atomic(output, proto.SerializeToString())
 
 
 def compare(
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         ExportError,
         run_folders.NoTrainedModel,
         checkpoints.CheckpointError,
-        atomic_files.WriteError,
+        checkpoints.CheckpointWriteError,
         onnx_runtime.OnnxError,
     ) as error:
         write_err(f"error: {error}")

@@ -268,7 +268,7 @@ def train_epoch(run: Run, epoch: int) -> Trained:
             if (step + 1) % cfg.log_interval == 0:  # the only readback inside an epoch
                 loss_now, correct_now, seen_now = distributed.read_back(loss_sum, correct, seen)
                 run.stop.agree()  # TORCHRUN: the processes agree whether Ctrl+C was pressed
-                if not stopping.finite(loss_now):  # the NaN guard, below: no further step
+                if not stopping.finite(loss_now):  # the NaN guard (in fit): no further step
                     break
                 accuracy = 100 * correct_now / seen_now
                 bar.set_postfix(loss=f"{loss_now / seen_now:.4f}", acc=f"{accuracy:.2f}%")
@@ -276,12 +276,10 @@ def train_epoch(run: Run, epoch: int) -> Trained:
                 break  # fit saves where the epoch stopped
     loss_now, correct_now, seen_now = distributed.read_back(loss_sum, correct, seen)  # a sync
     session_s = time.perf_counter() - session  # ended by that readback: the device is done
-    if not stopping.finite(loss_now):  # the NaN guard: stop, keep the last good save
-        raise stopping.diverged_in(run, epoch, step + 1)
     n, speed = max(1, seen_now), (seen_now - at.seen_before) / max(session_s, 1e-9)
     # points.read(): curves.png's points, one readback for all of them (TORCHRUN: one collective)
     trained = Trained(loss_now / n, correct_now / n, step + 1, speed, started, points.read())
-    if step + 1 < run.steps_per_epoch:  # CTRL+C: stopped after this batch; RESUME goes on
+    if step + 1 < run.steps_per_epoch and stopping.finite(loss_now):  # CTRL+C: RESUME goes on
         sums = {"loss_sum": loss_now, "correct": correct_now, "seen": seen_now}
         seconds = time.perf_counter() - started  # the epoch's, before and after a resume
         trained.position = {"batch": step + 1, "generator": at.shuffle, **sums, "seconds": seconds}
@@ -314,12 +312,10 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
     any machine with map_location="cpu" (map_location set to a DirectML device fails)."""
     if not distributed.is_main():  # TORCHRUN: the first process alone writes the run's files
         return
-    state = checkpoints.to_cpu(
-        {"format": checkpoints.FORMAT, "version": checkpoints.VERSION, **state}
-    )
+    state = {"format": checkpoints.FORMAT, "version": checkpoints.VERSION, **state}
     # A temporary file, renamed once complete: a crash or a full disk keeps the old file.
     with checkpoints.atomic_file(path) as handle:
-        torch.save(state, handle)
+        torch.save(checkpoints.to_cpu(state), handle)
 
 
 # The epoch loop, and the run
@@ -333,7 +329,9 @@ def fit(run: Run) -> run_folders.RunResult:
         whole = trained.position is None  # False: CTRL+C stopped it; last.pt keeps the position
         if whole:  # validated, and a row of the history
             val_loss, val_accuracy = evaluate_split(run.model, run.dataset.val, limit=limit)
-            if not stopping.finite(val_loss):
+            # The NaN guard: a loss that is no number, in training or validation, stops the run
+            # before anything is saved: the last good checkpoint is kept.
+            if not stopping.finite(trained.loss + val_loss):
                 raise stopping.diverged_in(run, epoch, trained.batches)
             run.history.append(
                 {

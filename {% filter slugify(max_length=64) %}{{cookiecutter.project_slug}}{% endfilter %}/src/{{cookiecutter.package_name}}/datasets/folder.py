@@ -34,7 +34,6 @@ from . import folder_scan
 PREFIX = "folder:"
 MAX_CLASSES = 10  # LeNet-5 here has 10 outputs (model.NUM_CLASSES)
 MIN_PER_CLASS = 5  # usable pictures per class, or training stops with one sentence
-SKIPPED_SHOWN = 5  # skipped files named one per line; the rest are counted
 SMALL_FOLDER = 2000  # images: below this, worker processes cost more than they save
 
 
@@ -168,20 +167,6 @@ def image_folder(root: Path) -> folder_scan.Scan:
 
 def _skipped_in_short(found: folder_scan.Scan) -> str:
     return f" ({len(found.skipped)} files were skipped.)" if found.skipped else ""
-
-
-def scan_notes(found: folder_scan.Scan, shown: int = SKIPPED_SHOWN) -> list[str]:
-    """What the user should know about the folder's files: one line per folder left out and
-    per file skipped (at most ``shown`` of them, then a count), paths escaped."""
-    notes = []
-    if found.left_out:
-        names = ", ".join(printable(name, 80) for name in found.left_out)
-        notes.append(f"left out (hidden or system folders, not classes): {names}")
-    for skipped in found.skipped[:shown]:
-        notes.append(f"skipped {printable(skipped.path.as_posix())}: {printable(skipped.reason)}")
-    if len(found.skipped) > shown:
-        notes.append(f"... and {len(found.skipped) - shown} more ({len(found.skipped)} skipped)")
-    return notes
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..machinery.terminal_text import printable
+
 # What torchvision's ImageFolder took for a picture (its IMG_EXTENSIONS).
 PICTURE_SUFFIXES = frozenset(
     {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"}
@@ -37,6 +39,7 @@ PICTURE_SUFFIXES = frozenset(
 SYSTEM_FOLDERS = frozenset(
     {"__macosx", "$recycle.bin", "system volume information", "__pycache__", "thumbs"}
 )
+SKIPPED_SHOWN = 5  # skipped files named one per line; the rest are counted
 MAX_FILE_BYTES = 256 * 1024 * 1024  # a bigger file is no photo this model could use
 _HIDDEN_OR_SYSTEM = 0x2 | 0x4  # Windows' FILE_ATTRIBUTE_HIDDEN and FILE_ATTRIBUTE_SYSTEM
 _REPARSE_POINT = 0x400  # Windows' FILE_ATTRIBUTE_REPARSE_POINT: a link, a junction, a cloud file
@@ -218,3 +221,17 @@ def _checked(path: Path) -> tuple[str | None, str]:
         return check_picture(path), ""
     except ValueError as error:
         return None, str(error)
+
+
+def scan_notes(found: Scan, shown: int = SKIPPED_SHOWN) -> list[str]:
+    """What the user should know about the folder's files: one line per folder left out and
+    per file skipped (at most ``shown`` of them, then a count), paths escaped."""
+    notes = []
+    if found.left_out:
+        names = ", ".join(printable(name, 80) for name in found.left_out)
+        notes.append(f"left out (hidden or system folders, not classes): {names}")
+    for skipped in found.skipped[:shown]:
+        notes.append(f"skipped {printable(skipped.path.as_posix())}: {printable(skipped.reason)}")
+    if len(found.skipped) > shown:
+        notes.append(f"... and {len(found.skipped) - shown} more ({len(found.skipped)} skipped)")
+    return notes

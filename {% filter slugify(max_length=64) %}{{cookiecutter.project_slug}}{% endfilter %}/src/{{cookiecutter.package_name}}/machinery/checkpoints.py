@@ -3,10 +3,11 @@
 - What a checkpoint holds, and its one ``torch.save``, are in train.py (``checkpoint``,
   ``save_checkpoint``); here is what it uses: ``to_cpu`` (every tensor moved to the CPU, so a
   checkpoint loads on any machine without ``map_location`` set to a DirectML device, which
-  fails) and ``atomic_files.atomic_file``.
-- Writing is atomic (``atomic_files``): a temporary file in the same folder, flushed to disk,
-  then ``os.replace``. A crash, Ctrl+C or full disk while writing leaves the previous checkpoint
-  as it was.
+  fails) and ``atomic_file``.
+- Writing is atomic: a temporary file in the same folder, flushed to disk, then ``os.replace``.
+  A crash, Ctrl+C or full disk while writing leaves the previous checkpoint as it was. Metrics,
+  pictures and exported models are written the same way (``write_text_atomic``,
+  ``write_bytes_atomic``, ``atomic_path``).
 - Loading uses ``torch.load(path, map_location="cpu", weights_only=True)``: only tensors and
   plain containers are accepted, never arbitrary pickled code. The caller then calls
   ``load_state_dict`` on the model that is already on its device.
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 import torch
 
-from .atomic_files import WriteError, atomic_path, write_failure
 from .terminal_text import printable
 
 FORMAT = "lenet5-training-checkpoint"
@@ -55,6 +57,81 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be used: missing, truncated, corrupt, or not ours."""
 
 
+class CheckpointWriteError(OSError):
+    """Writing failed (disk full, no permission, ...); the previous file is unchanged."""
+
+
+def _replace(source: Path, target: Path) -> None:
+    # On Windows a virus scanner or indexer may hold the target for a moment: retry briefly.
+    for attempt in range(5):
+        try:
+            os.replace(str(source), str(target))
+            return
+        except PermissionError:
+            if attempt == 4:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it replaces ``path`` in one step."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        _replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, content: bytes) -> None:
+    try:
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(content)
+    except OSError as error:
+        raise CheckpointWriteError(_write_failure(path, error)) from error
+
+
+def copy_atomic(source: Path, target: Path) -> None:
+    """Copy ``source`` over ``target`` in one step (CheckpointWriteError when it fails)."""
+    try:
+        with atomic_path(target) as tmp:
+            shutil.copyfile(source, tmp)
+    except OSError as error:
+        raise CheckpointWriteError(_write_failure(target, error)) from error
+
+
+def _write_failure(path: Path, error: Exception) -> str:
+    """What CheckpointWriteError says: the file, why, and that the previous one is unchanged."""
+    if isinstance(error, OSError):
+        reason = error.strerror or str(error) or type(error).__name__
+    else:  # torch.save's zip writer reports a full disk as RuntimeError("... unexpected pos ...")
+        reason = f"the file could not be completed ({_one_line(error)}){_free_space(path)}"
+    return (
+        f"Could not write {path}: {reason}. The previous {Path(path).name} (if any) is unchanged."
+    )
+
+
+def _one_line(error: Exception) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _free_space(path: Path) -> str:
+    try:
+        free = shutil.disk_usage(Path(path).parent).free
+    except OSError:
+        return ""
+    return f"; {free / 2**20:.1f} MB free there: is the disk full?"
+
+
 def to_cpu(value: Any) -> Any:
     """A copy of ``value`` with every tensor detached and on the CPU (dicts, lists, tuples)."""
     if isinstance(value, torch.Tensor):
@@ -69,7 +146,7 @@ def to_cpu(value: Any) -> Any:
 @contextlib.contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A file to ``torch.save`` into: a temporary file beside ``path``, flushed to disk, then
-    renamed over ``path`` in one step. WriteError when writing fails; the previous
+    renamed over ``path`` in one step. CheckpointWriteError when writing fails; the previous
     file is then unchanged."""
     path = Path(path)
     try:
@@ -78,7 +155,7 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
             handle.flush()
             os.fsync(handle.fileno())
     except (OSError, RuntimeError) as error:  # RuntimeError: torch.save on a full disk
-        raise WriteError(write_failure(path, error)) from error
+        raise CheckpointWriteError(_write_failure(path, error)) from error
 
 
 # The field that may follow an ONNX model's first (ir_version): producer name and version,

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from .atomic_files import write_text_atomic
+from .checkpoints import write_text_atomic
 
 METRICS_CSV = "metrics.csv"
 METRICS_JSON = "metrics.json"

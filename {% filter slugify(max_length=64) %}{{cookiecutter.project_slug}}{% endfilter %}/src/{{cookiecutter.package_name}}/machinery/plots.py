@@ -3,17 +3,24 @@
 Plots use matplotlib's object API with the Agg canvas: no window, no global backend switch
 (``matplotlib.use`` would change the backend of a notebook that imports this module), and it
 works on machines without a display. matplotlib is imported only when a plot is drawn.
+
+Text in any script: matplotlib's own font (DejaVu Sans) has Latin, Greek and Cyrillic, not
+Chinese, so a class named 手写 would be empty boxes and a "Glyph ... missing from font" warning
+per character. matplotlib (3.6 and later) takes each character from the first font in
+``font.family`` that has it, so the plots name DejaVu Sans first and then the fonts for other
+scripts that this computer has (``font_families``). A character none of them has is written as
+its code (``\\u624b``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-from . import plot_fonts
-from .atomic_files import WriteError, atomic_path
+from .checkpoints import CheckpointWriteError, atomic_path
 from .terminal_text import printable
 
 CURVES_PNG = "curves.png"
@@ -22,12 +29,93 @@ CONFUSION_PNG = "confusion_matrix.png"
 DATASET_LABELS = {"mnist": "MNIST", "synthetic": "SYNTHETIC digits (generated, not MNIST)"}
 
 
+# Fonts with the scripts DejaVu Sans lacks, as Windows, macOS and Linux name them.
+OTHER_SCRIPTS = (
+    "Microsoft YaHei",
+    "SimHei",
+    "PingFang SC",
+    "Hiragino Sans GB",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Source Han Sans SC",
+    "Source Han Sans CN",
+    "Source Han Sans",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Yu Gothic",
+    "Meiryo",
+    "Malgun Gothic",
+    "Noto Sans CJK KR",
+    "Nirmala UI",
+    "Segoe UI",
+    "Noto Sans Devanagari",
+    "Noto Sans Arabic",
+    "Noto Sans Hebrew",
+    "Noto Sans Thai",
+)
+MAIN = "DejaVu Sans"  # matplotlib ships it: every computer has it
+
+
+@functools.lru_cache(maxsize=None)
+def font_families() -> tuple[str, ...]:
+    """DejaVu Sans, then the fonts for other scripts that this computer has (none where
+    matplotlib is older than 3.6: it would use only the first)."""
+    import matplotlib
+    from matplotlib import font_manager
+
+    version = tuple(int(part) for part in matplotlib.__version__.split(".")[:2] if part.isdigit())
+    if version < (3, 6):
+        return (MAIN,)
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return (MAIN, *(name for name in OTHER_SCRIPTS if name in installed))
+
+
+@functools.lru_cache(maxsize=None)
+def _font_characters(family: str) -> frozenset[int]:
+    """The characters ``family``'s font has (empty if it cannot be read)."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    try:
+        path = font_manager.findfont(
+            font_manager.FontProperties(family=family), fallback_to_default=False
+        )
+        return frozenset(FT2Font(path).get_charmap())
+    except (OSError, RuntimeError, ValueError):
+        return frozenset()
+
+
+def drawable(character: str) -> bool:
+    return character.isspace() or any(
+        ord(character) in _font_characters(f) for f in font_families()
+    )
+
+
+def readable(text: str) -> str:
+    """``text`` with each character no plot font has written as its code: readable, and no
+    warning from matplotlib."""
+    return "".join(
+        c if drawable(c) else (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+        for c in text
+    )
+
+
+@contextlib.contextmanager
+def fonts_in_use() -> Iterator[None]:
+    """Text made (and drawn) inside takes each character from the first of ``families``
+    that has it; matplotlib's settings are as they were afterwards."""
+    import matplotlib
+
+    with matplotlib.rc_context({"font.family": list(font_families())}):
+        yield
+
+
 def _with_plot_fonts(build: Any) -> Any:
-    """``build`` makes (or draws) its text with fonts for every script (``plot_fonts``)."""
+    """``build`` makes (or draws) its text with fonts for every script (``fonts_in_use``)."""
 
     @functools.wraps(build)
     def building(*args: Any, **kwargs: Any) -> Any:
-        with plot_fonts.in_use():
+        with fonts_in_use():
             return build(*args, **kwargs)
 
     return building
@@ -49,15 +137,15 @@ def _save(figure, path: Path) -> Path:
         with atomic_path(path) as tmp:
             figure.savefig(str(tmp), format="png")
     except OSError as error:
-        raise WriteError(f"Could not write {path}: {error.strerror or error}.") from error
+        raise CheckpointWriteError(f"Could not write {path}: {error.strerror or error}.") from error
     return path
 
 
 def plain(text: str) -> str:
     """``text`` as matplotlib shows it literally: a pair of ``$`` would otherwise start
     mathtext (``sh$\\foo$pes`` fails to draw), and a folder's name is the user's text; a
-    character no font here has is written as its code (``plot_fonts.readable``)."""
-    return plot_fonts.readable(str(text)).replace("$", r"\$")
+    character no font here has is written as its code (``readable``)."""
+    return readable(str(text)).replace("$", r"\$")
 
 
 def draw_safely(draw: Any, path: Path) -> Path | str:

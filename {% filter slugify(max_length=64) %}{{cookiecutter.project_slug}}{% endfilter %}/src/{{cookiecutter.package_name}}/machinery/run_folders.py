@@ -252,7 +252,7 @@ def write_metrics_and_curves(run: Run, extra: dict[str, Any] | None = None) -> W
     config = {n: getattr(run.cfg, n) for n in RUN_SETTINGS}
     config["peak_lr"] = run.cfg.peak_lr  # what a run with the default lr used
     extra = {**(extra or {}), "config": config, "within_epochs": within}
-    # A file that cannot be written (a full disk) raises WriteError: the run stops
+    # A file that cannot be written (a full disk) raises CheckpointWriteError: the run stops
     # with one sentence that says what is kept (stopping.training_stops_cleanly).
     files = metrics.write_metrics(run.history, run.out, run.dataset.name, extra)
     png, compared = run.out / plots.CURVES_PNG, run.out.parent / COMPARE_PNG

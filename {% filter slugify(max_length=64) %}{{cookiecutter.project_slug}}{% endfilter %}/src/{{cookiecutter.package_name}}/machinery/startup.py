@@ -19,7 +19,6 @@ from .. import data
 from ..datasets import folder, mnist
 from ..datasets.folder_split import split_change
 from . import (
-    atomic_files,
     checkpoints,
     devices,
     distributed,
@@ -167,8 +166,8 @@ def _catch_up_best(last: Path, held: checkpoints.Checkpoint) -> None:
     if top["epoch"] != held.epochs_done or _epochs_in(best) == held.epochs_done:
         return
     try:
-        atomic_files.copy_atomic(last, best)
-    except atomic_files.WriteError as error:
+        checkpoints.copy_atomic(last, best)
+    except checkpoints.CheckpointWriteError as error:
         raise TrainError(f"{error} Make room there, then run --resume again.") from error
     say(f"note: {best} now holds epoch {held.epochs_done}, the run's best (a stop kept an older).")
 

@@ -20,7 +20,6 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .atomic_files import WriteError
 from .console import say
 
 EXIT_USAGE = 2
@@ -141,6 +140,7 @@ def training_stops_cleanly(run: Any) -> Iterator[None]:
     """Around train.py's epoch loop (``run`` is its ``Run``): Ctrl+C saves and stops, a GPU
     that cannot run an operator and a checkpoint that cannot be written stop with one
     sentence each, which says what is kept."""
+    from .checkpoints import CheckpointWriteError  # torch: not imported before it is needed
 
     def kept() -> str:
         return "A dry run saves nothing." if run.cfg.dry_run else what_is_kept(run.last_path)
@@ -149,7 +149,7 @@ def training_stops_cleanly(run: Any) -> Iterator[None]:
     with ctrl_c_stops_gracefully(run.stop, kept, saves), gpu_failures_explained(run.option, kept):
         try:
             yield
-        except WriteError as error:  # a full disk: the files written before are whole
+        except CheckpointWriteError as error:  # a full disk: the files written before are whole
             raise TrainError(f"{error} Training stopped. {kept()}") from error
 
 
