@@ -116,6 +116,13 @@ def test_run_names_say_what_differs_and_are_safe_on_windows(tmp_path):
     assert run_folders.new_run_folder(tmp_path, name) == tmp_path / f"{name}-2"
 
 
+def test_a_run_name_keeps_the_sign_of_an_exponent():
+    """lr 1e+09 and lr 1e-09 are a billion and a billionth: the folder must not swap them."""
+    big, small = (train.TrainConfig(lr=lr) for lr in (1e9, 1e-9))
+    assert run_folders.run_name(big, NOW) == "2026-03-14_10-09-13_lr1e+09"
+    assert run_folders.run_name(small, NOW) == "2026-03-14_10-09-13_lr1e-09"
+
+
 @pytest.mark.slow
 def test_an_explicit_output_dir_is_the_run_folder_itself(tmp_path, tiny_dataset, cpu_discovery):
     out = tmp_path / "mine"

@@ -63,9 +63,9 @@ def _say(pattern: str, value: Any) -> str:
 
 
 def _safe(text: str) -> str:
-    """A folder-name part: letters, digits, '.', '-' and '_' only (a dataset such as
-    ``folder:C:\\photos`` would otherwise put ':' and '\\' into the name)."""
-    kept = "".join(c if c.isalnum() or c in ".-_" else "-" for c in text)
+    """A folder-name part: letters, digits, '.', '-', '_' and '+' (an exponent's sign: lr1e+09)
+    only; a dataset such as ``folder:C:\\photos`` would otherwise put ':' and '\\' into it."""
+    kept = "".join(c if c.isalnum() or c in ".-_+" else "-" for c in text)
     return kept.strip("-.")[:40] or "x"
 
 
