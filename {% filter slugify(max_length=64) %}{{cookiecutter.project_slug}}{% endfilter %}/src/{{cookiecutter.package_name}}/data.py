@@ -203,8 +203,9 @@ def load_digits(
         val_size = max(1, int(round(train_size * SYNTHETIC_VALIDATION_FRACTION)))
         source = f"{SYNTHETIC_LABEL}, data seed {seed}"
     train, val = split_off_validation(*full, val_size)
-    parts = f"{len(train)} train / {len(val)} validation / {len(test[1])} test"
-    return Dataset(name, f"{source}: {parts}", train, val, Split(*test))
+    test = Split(*test)
+    parts = f"{len(train)} train / {len(val)} validation / {len(test)} test"
+    return Dataset(name, f"{source}: {parts}", train, val, test)
 
 
 def load_synthetic(

@@ -18,14 +18,7 @@ import torch
 from .. import data
 from ..datasets import folder, mnist
 from ..datasets.folder_split import split_change
-from . import (
-    checkpoints,
-    devices,
-    distributed,
-    output_lock,
-    run_folders,
-    this_project,
-)
+from . import checkpoints, devices, distributed, output_lock, run_folders, this_project
 from .checkpoints import BEST, LAST, RUN_SETTINGS
 from .cli import FLOAT32_MAX, MAX_SEED
 from .console import say
@@ -90,7 +83,7 @@ def started(
                     f"({error.strerror or error}): name a folder that exists, with one subfolder "
                     "of images per class."
                 ) from error
-        change = split_change(saved.data_split, dataset.split) if saved else None
+        change = None if saved is None else split_change(saved.data_split, dataset.split)
         if change is not None:  # RESUME: a folder whose pictures moved between the parts
             raise TrainError(
                 f"{Path(cfg.output_dir) / LAST} cannot be resumed: {change.sentence} Start a new "
